@@ -1,0 +1,42 @@
+"""One small rooted exception hierarchy. Components raise; stage boundaries turn these into records."""
+
+from __future__ import annotations
+
+
+class LogicPipeError(Exception):
+    """Root of every error logicpipe raises on purpose."""
+
+
+class UsageError(LogicPipeError):
+    """Bad input from the user (unknown dataset, bad option, malformed file). Shown as one line."""
+
+
+class DataError(UsageError):
+    """A data file is missing, corrupt or of the wrong shape."""
+
+
+class PrerequisiteError(LogicPipeError):
+    """A required binary or package is missing; the message carries the install command."""
+
+
+class ProgramParseError(LogicPipeError):
+    """An LLM-written program does not follow its grammar."""
+
+    def __init__(self, message: str, line: int | None = None, column: int | None = None, text: str | None = None):
+        self.reason = message
+        self.line = line
+        self.column = column
+        self.text = text
+        where = ""
+        if line is not None:
+            where = f"line {line}" + (f", column {column}" if column is not None else "") + ": "
+        shown = f" in {text.strip()!r}" if text else ""
+        super().__init__(f"{where}{message}{shown}")
+
+
+class ProgramExecutionError(LogicPipeError):
+    """A parsed program failed while the solver ran it (type error, unknown symbol, solver error)."""
+
+
+class SolverTimeout(LogicPipeError):
+    """The solver ran past its time bound."""

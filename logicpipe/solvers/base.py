@@ -1,0 +1,73 @@
+"""The interface every solver module implements, and the shared answer mapping."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass
+class Limits:
+    seconds: float = 10.0
+    memory_mb: int = 2048
+
+
+@dataclass
+class SolverResult:
+    """What a solver concluded. `verdict` is an option letter (CSP, SMT) or True/False/Unknown (LP, FOL);
+    None with `no_answer` set means the program ran but decided nothing."""
+
+    verdict: str | None
+    explanation: dict[str, Any] | None = None
+    no_answer: str | None = None
+    details: dict[str, Any] = field(default_factory=dict)
+
+
+class Solver(Protocol):
+    name: str
+    formalism: str
+
+    def check(self) -> None:
+        """Raise PrerequisiteError when a binary or package the solver needs is missing."""
+
+    def parse(self, text: str) -> Any:
+        """Parse program text into a typed program; raise ProgramParseError with line and reason."""
+
+    def execute(self, program: Any, limits: Limits, context: dict[str, Any]) -> SolverResult:
+        """Run a parsed program within the limits; raise ProgramExecutionError or SolverTimeout."""
+
+
+_OPTION = re.compile(r"^\s*\(?([A-Z])\)\s*(.*)$")
+_TRUTH = {"true": "True", "false": "False", "unknown": "Unknown", "uncertain": "Unknown"}
+
+
+def option_letters(options: list[str]) -> dict[str, str]:
+    """{'A': 'True', ...} from Logic-LM option strings such as 'A) True'."""
+    out = {}
+    for index, option in enumerate(options):
+        match = _OPTION.match(option)
+        if match:
+            out[match.group(1)] = match.group(2).strip()
+        else:
+            out[chr(ord("A") + index)] = option.strip()
+    return out
+
+
+def map_answer(verdict: str | None, options: list[str], closed_world: bool = False) -> str | None:
+    """Map a solver verdict onto an option letter. Closed-world datasets (ProntoQA) read an unproved
+    statement as False, as Logic-LM's code does."""
+    if verdict is None:
+        return None
+    letters = option_letters(options)
+    if verdict in letters:
+        return verdict
+    truth = _TRUTH.get(verdict.lower())
+    if truth is None:
+        return None
+    if truth == "Unknown" and closed_world:
+        truth = "False"
+    for letter, text in letters.items():
+        if _TRUTH.get(text.strip().rstrip(".").lower()) == truth:
+            return letter
+    return None

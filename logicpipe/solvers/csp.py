@@ -1,0 +1,212 @@
+"""Constraint satisfaction for LogicalDeduction on python-constraint2.
+
+Program: `Domain:` (informational), `Variables:` (`name [IN] [values]`), `Constraints:` (expressions
+or `AllDifferentConstraint([...])`), `Query:` (`A) expression`). An option is accepted only when it
+holds in every solution, Logic-LM's rule.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..errors import ProgramParseError
+from .base import Limits, SolverResult
+from .pyexpr import BASE_NODES, parse_expression, split_comment
+
+SECTIONS = ("Domain", "Variables", "Constraints", "Query")
+_FUNCTIONS: dict[str, Callable[..., Any]] = {"abs": abs, "min": min, "max": max}
+_BINARY = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+           ast.FloorDiv: operator.floordiv, ast.Mod: operator.mod}
+_COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, ast.LtE: operator.le,
+            ast.Gt: operator.gt, ast.GtE: operator.ge,
+            ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
+_OPTION = re.compile(r"^\(?([A-Za-z])\)\s*(.*)$")
+
+Compiled = Callable[[dict[str, Any]], Any]
+
+
+@dataclass
+class Constraint:
+    variables: list[str]
+    check: Compiled | None  # None: all different
+    text: str
+
+
+@dataclass
+class CSPProgram:
+    variables: dict[str, list[Any]] = field(default_factory=dict)
+    constraints: list[Constraint] = field(default_factory=list)
+    options: list[tuple[str, Compiled, str]] = field(default_factory=list)
+
+
+def _sections(text: str) -> dict[str, list[tuple[int, str]]]:
+    found: dict[str, list[tuple[int, str]]] = {}
+    current = None
+    for number, raw in enumerate(text.splitlines(), start=1):
+        code, _ = split_comment(raw)
+        header = code.rstrip(":").strip()
+        if code.endswith(":") and header in SECTIONS:
+            if header in found:
+                raise ProgramParseError(f"section '{header}:' appears twice", number)
+            current = header
+            found[current] = []
+            continue
+        if not code:
+            continue
+        if current is None:
+            raise ProgramParseError("text before the first section header", number, text=raw)
+        found[current].append((number, code))
+    for name in ("Variables", "Constraints", "Query"):
+        if name not in found:
+            raise ProgramParseError(f"missing section '{name}:'")
+    return found
+
+
+def _domain(text: str, number: int) -> list[Any]:
+    node = parse_expression(text, number, BASE_NODES, frozenset({"range"}))
+    if isinstance(node, ast.Call) and node.func.id == "range" and all(
+        isinstance(a, ast.Constant) and isinstance(a.value, int) for a in node.args
+    ) and 1 <= len(node.args) <= 3:
+        return list(range(*[a.value for a in node.args]))
+    if isinstance(node, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in node.elts):
+        values = [e.value for e in node.elts]
+        if values:
+            return values
+    raise ProgramParseError("a domain must be a non-empty list of constants or range(a, b)", number, text=text)
+
+
+def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int, text: str) -> Compiled:
+    """Turn a checked tree into a closure over a solution dict."""
+    if isinstance(node, ast.Constant):
+        value = node.value
+        return lambda env: value
+    if isinstance(node, ast.Name):
+        name = node.id
+        if name in ("True", "False"):
+            return (lambda env: True) if name == "True" else (lambda env: False)
+        if name not in known:
+            raise ProgramParseError(f"unknown variable '{name}'", number, node.col_offset + 1, text)
+        if name not in used:
+            used.append(name)
+        return lambda env: env[name]
+
+    def compile_(child: ast.expr) -> Compiled:
+        return _compile(child, known, used, number, text)
+
+    if isinstance(node, ast.BoolOp):
+        parts = [compile_(v) for v in node.values]
+        if isinstance(node.op, ast.And):
+            return lambda env: all(p(env) for p in parts)
+        return lambda env: any(p(env) for p in parts)
+    if isinstance(node, ast.UnaryOp):
+        inner = compile_(node.operand)
+        if isinstance(node.op, ast.Not):
+            return lambda env: not inner(env)
+        if isinstance(node.op, ast.USub):
+            return lambda env: -inner(env)
+        return inner
+    if isinstance(node, ast.BinOp):
+        left, right, op = compile_(node.left), compile_(node.right), _BINARY[type(node.op)]
+        return lambda env: op(left(env), right(env))
+    if isinstance(node, ast.Compare):
+        terms = [compile_(node.left)] + [compile_(c) for c in node.comparators]
+        ops = [_COMPARE[type(o)] for o in node.ops]
+
+        def compare(env: dict[str, Any]) -> bool:
+            values = [t(env) for t in terms]
+            return all(op(values[i], values[i + 1]) for i, op in enumerate(ops))
+
+        return compare
+    if isinstance(node, (ast.List, ast.Tuple)):
+        items = [compile_(e) for e in node.elts]
+        return lambda env: [i(env) for i in items]
+    if isinstance(node, ast.Call):
+        func = _FUNCTIONS[node.func.id]
+        args = [compile_(a) for a in node.args]
+        return lambda env: func(*[a(env) for a in args])
+    raise ProgramParseError(f"unsupported expression '{ast.unparse(node)}'", number, text=text)
+
+
+class CSPSolver:
+    name = "csp"
+    formalism = "constraint satisfaction (python-constraint2)"
+
+    def check(self) -> None:
+        import constraint  # noqa: F401 - a missing package fails here with its own ImportError
+
+    def parse(self, text: str) -> CSPProgram:
+        sections = _sections(text)
+        program = CSPProgram()
+        for number, line in sections["Variables"]:
+            name, sep, domain = line.partition("[IN]")
+            name = name.strip()
+            if not sep or not name.isidentifier():
+                raise ProgramParseError("expected 'name [IN] [values]'", number, text=line)
+            if name in program.variables:
+                raise ProgramParseError(f"variable '{name}' declared twice", number, text=line)
+            program.variables[name] = _domain(domain, number)
+        calls = frozenset(_FUNCTIONS) | {"AllDifferentConstraint"}
+        for number, line in sections["Constraints"]:
+            node = parse_expression(line, number, BASE_NODES, calls)
+            if isinstance(node, ast.Call) and node.func.id == "AllDifferentConstraint":
+                names = _all_different(node, program.variables, number, line)
+                program.constraints.append(Constraint(names, None, line))
+                continue
+            used: list[str] = []
+            check = _compile(node, program.variables, used, number, line)
+            program.constraints.append(Constraint(used, check, line))
+        for number, line in sections["Query"]:
+            match = _OPTION.match(line)
+            if not match:
+                raise ProgramParseError("expected an option such as 'A) variable == 2'", number, text=line)
+            node = parse_expression(match.group(2), number, BASE_NODES, frozenset(_FUNCTIONS))
+            program.options.append((match.group(1).upper(), _compile(node, program.variables, [], number, line), line))
+        if not program.options:
+            raise ProgramParseError("the Query section has no options")
+        return program
+
+    def execute(self, program: CSPProgram, limits: Limits, context: dict[str, Any]) -> SolverResult:
+        from constraint import AllDifferentConstraint, FunctionConstraint, Problem
+
+        problem = Problem()
+        for name, domain in program.variables.items():
+            problem.addVariable(name, list(domain))
+        for constraint in program.constraints:
+            if constraint.check is None:
+                problem.addConstraint(AllDifferentConstraint(), constraint.variables)
+            elif constraint.variables:
+                problem.addConstraint(FunctionConstraint(_positional(constraint)), constraint.variables)
+            elif not constraint.check({}):
+                return SolverResult(None, {"solutions": 0}, no_answer=f"constraint '{constraint.text}' is always false")
+        solutions = problem.getSolutions()
+        explanation = {"solutions": len(solutions), "sample": solutions[:5]}
+        if not solutions:
+            return SolverResult(None, explanation, no_answer="the constraints have no solution")
+        for letter, check, _text in program.options:
+            if all(check(solution) for solution in solutions):
+                explanation["entailed"] = letter
+                return SolverResult(letter, explanation)
+        return SolverResult(None, explanation,
+                            no_answer=f"no option holds in all {len(solutions)} solutions")
+
+
+def _positional(constraint: Constraint) -> Callable[..., bool]:
+    names, check = constraint.variables, constraint.check
+    assert check is not None
+    return lambda *values: bool(check(dict(zip(names, values))))
+
+
+def _all_different(node: ast.Call, known: dict[str, Any], number: int, text: str) -> list[str]:
+    args = node.args
+    if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
+        args = args[0].elts
+    names = []
+    for arg in args:
+        if not isinstance(arg, ast.Name) or arg.id not in known:
+            raise ProgramParseError("AllDifferentConstraint takes a list of declared variables", number, text=text)
+        names.append(arg.id)
+    return names
