@@ -1,0 +1,397 @@
+"""SMT for AR-LSAT: Logic-LM's SAT-style language interpreted straight into Z3 terms, in process.
+
+Logic-LM rewrites these programs into a Python file and runs it; here every expression is parsed with
+`ast`, checked against a whitelist, and given meaning node by node. Scoped quantifiers over the
+declared finite lists (`ForAll([x:sort], ...)`, `Exists`, `Count`, `Distinct`) are expanded over the
+list's members, which for an EnumSort is exactly Z3's own quantifier and also covers sub-lists of a
+sort that Logic-LM's translation cannot handle.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import ProgramExecutionError, ProgramParseError, SolverTimeout
+from .base import Limits, SolverResult
+from .pyexpr import BASE_NODES, mark_scopes, parse_expression, split_comment
+
+NODES = BASE_NODES | {ast.Subscript, ast.Slice}
+CHECKS = ("is_valid", "is_sat", "is_unsat", "is_accurate_list", "is_exception")
+_DECL = re.compile(r"^(\w+)\s*=\s*(EnumSort|IntSort|Function)\s*\((.*)\)\s*$")
+_LABEL = re.compile(r"\(([A-E])\)")
+
+
+@dataclass
+class Line:
+    number: int
+    text: str
+    node: ast.expr
+
+
+@dataclass
+class SMTProgram:
+    sorts: list[tuple[str, str, list[str]]] = field(default_factory=list)  # (name, kind, members)
+    functions: list[tuple[str, list[str], int]] = field(default_factory=list)  # (name, types, line)
+    constraints: list[Line] = field(default_factory=list)
+    options: list[tuple[str, Line]] = field(default_factory=list)
+
+
+def _members(text: str, number: int) -> list[str]:
+    inner = text.strip()
+    if not (inner.startswith("[") and inner.endswith("]")):
+        raise ProgramParseError("expected a list of members in [...]", number, text=text)
+    members = [m.strip().strip("'\"") for m in inner[1:-1].split(",") if m.strip()]
+    for member in members:
+        if not re.fullmatch(r"-?\w+", member):
+            raise ProgramParseError(f"bad member name '{member}'", number, text=text)
+    if not members:
+        raise ProgramParseError("a sort needs at least one member", number, text=text)
+    return members
+
+
+def _function_types(text: str, number: int) -> list[str]:
+    flat = text.replace("->", ",").replace("[", " ").replace("]", " ")
+    types = [t.strip() for t in flat.split(",") if t.strip()]
+    if len(types) < 2 or not all(t.isidentifier() for t in types):
+        raise ProgramParseError("expected Function([sort, ...] -> [sort])", number, text=text)
+    return types
+
+
+class SMTSolver:
+    name = "smt"
+    formalism = "satisfiability modulo theories (Z3)"
+
+    def check(self) -> None:
+        import z3  # noqa: F401
+
+    def parse(self, text: str) -> SMTProgram:
+        program = SMTProgram()
+        section = None
+        for number, raw in enumerate(text.splitlines(), start=1):
+            code, comment = split_comment(raw)
+            if code.startswith("#"):
+                word = code.lstrip("#").strip().lower()
+                if word in ("declarations", "constraints", "options"):
+                    section = word
+                    continue
+                if not comment:
+                    continue  # a plain Python-style comment line
+            if not code:
+                continue
+            if section is None:
+                raise ProgramParseError("text before '# Declarations'", number, text=raw)
+            if code.startswith("Question") and section == "options":
+                continue
+            declared = _DECL.match(code) if section == "declarations" else None
+            if declared:
+                name, kind, rest = declared.groups()
+                if kind == "Function":
+                    program.functions.append((name, _function_types(rest, number), number))
+                else:
+                    program.sorts.append((name, kind, _members(rest, number)))
+                continue
+            node = parse_expression(mark_scopes(code), number, NODES)
+            if section == "options":
+                label = _LABEL.search(comment)
+                letter = label.group(1) if label else chr(ord("A") + len(program.options))
+                if not (isinstance(node, ast.Call) and node.func.id in CHECKS):
+                    raise ProgramParseError(f"an option must be one of {', '.join(CHECKS)}", number, text=code)
+                program.options.append((letter, Line(number, code, node)))
+            else:
+                # Constraint-like lines among the declarations are constraints too (Logic-LM drops them).
+                program.constraints.append(Line(number, code, node))
+        if not program.options:
+            raise ProgramParseError("missing '# Options' section or options")
+        return program
+
+    def execute(self, program: SMTProgram, limits: Limits, context: dict[str, Any]) -> SolverResult:
+        import z3
+
+        try:
+            world = _World(program)
+            pre = world.preconditions()
+            checker = _Checker(z3, world.ctx, pre, int(limits.seconds * 1000))
+            values: dict[str, bool] = {}
+            for letter, line in program.options:
+                values[letter] = _option(world, checker, line)
+        except z3.Z3Exception as exc:
+            raise ProgramExecutionError(f"Z3: {exc}") from None
+        chosen = [letter for letter, holds in values.items() if holds]
+        explanation = {"options": values, "checks": checker.calls}
+        if not chosen:
+            return SolverResult(None, explanation, no_answer="no option holds")
+        # Logic-LM takes the first option that holds; say so when more than one did.
+        if len(chosen) > 1:
+            explanation["also_held"] = chosen[1:]
+        return SolverResult(chosen[0], explanation)
+
+
+class _Checker:
+    def __init__(self, z3: Any, ctx: Any, pre: list[Any], timeout_ms: int):
+        self.z3 = z3
+        self.solver = z3.Solver(ctx=ctx)
+        self.solver.set("timeout", timeout_ms)
+        self.solver.add(pre)
+        self.calls = 0
+
+    def result(self, extra: Any) -> Any:
+        self.calls += 1
+        self.solver.push()
+        self.solver.add(extra)
+        outcome = self.solver.check()
+        self.solver.pop()
+        if outcome == self.z3.unknown:
+            raise SolverTimeout(f"Z3 could not decide an option ({self.solver.reason_unknown()})")
+        return outcome
+
+    def valid(self, term: Any) -> bool:
+        return self.result(self.z3.Not(term)) == self.z3.unsat
+
+    def sat(self, term: Any) -> bool:
+        return self.result(term) == self.z3.sat
+
+
+def _option(world: _World, checker: _Checker, line: Line) -> bool:
+    def check(node: ast.expr) -> bool:
+        if not (isinstance(node, ast.Call) and node.func.id in CHECKS and len(node.args) == 1):
+            raise ProgramExecutionError(f"line {line.number}: expected {' / '.join(CHECKS)} with one argument")
+        name, (arg,) = node.func.id, node.args
+        if name == "is_exception":
+            return not check(arg)
+        if name == "is_accurate_list":
+            terms = world.eval(arg, {}, line)
+            if not isinstance(terms, list):
+                raise ProgramExecutionError(f"line {line.number}: is_accurate_list takes a list")
+            return checker.valid(world.z3.Or(terms)) and all(checker.sat(t) for t in terms)
+        term = world.boolean(world.eval(arg, {}, line), line)
+        if name == "is_valid":
+            return checker.valid(term)
+        if name == "is_sat":
+            return checker.sat(term)
+        return not checker.sat(term)
+
+    return check(line.node)
+
+
+class _World:
+    """Z3 objects for the declarations, and the meaning of each allowed expression node."""
+
+    def __init__(self, program: SMTProgram):
+        import z3
+
+        self.z3 = z3
+        # A fresh context per problem: Z3 keeps enum sort names per context, and nothing may leak.
+        self.ctx = z3.Context()
+        self.program = program
+        self.names: dict[str, Any] = {}
+        self.lists: dict[str, tuple[list[Any], Any]] = {}  # name -> (members, sort)
+        self.functions: dict[str, Any] = {}
+        self.ranges: list[Any] = []
+        for name, kind, members in program.sorts:
+            self._declare_sort(name, kind, members)
+        for name, types, number in program.functions:
+            self._declare_function(name, types, number)
+
+    def _declare_sort(self, name: str, kind: str, members: list[str]) -> None:
+        z3 = self.z3
+        if all(re.fullmatch(r"-?\d+", m) for m in members):
+            self.lists[name] = ([z3.IntVal(int(m), self.ctx) for m in members], z3.IntSort(self.ctx))
+            return
+        if kind == "IntSort":
+            values = [z3.Int(m, self.ctx) for m in members]
+            self.names.update(zip(members, values))
+            self.lists[name] = (values, z3.IntSort(self.ctx))
+            return
+        if all(m in self.names for m in members):
+            values = [self.names[m] for m in members]
+            self.lists[name] = (values, values[0].sort())
+            return
+        clash = [m for m in members if m in self.names]
+        if clash:
+            raise ProgramExecutionError(f"sort {name}: member {clash[0]} is already a member of another sort")
+        sort, values = z3.EnumSort(name, members, ctx=self.ctx)
+        self.names.update(zip(members, values))
+        self.lists[name] = (list(values), sort)
+
+    def _sort(self, name: str, number: int) -> Any:
+        if name == "bool":
+            return self.z3.BoolSort(self.ctx)
+        if name == "int":
+            return self.z3.IntSort(self.ctx)
+        if name not in self.lists:
+            raise ProgramExecutionError(f"line {number}: unknown sort '{name}'")
+        return self.lists[name][1]
+
+    def _declare_function(self, name: str, types: list[str], number: int) -> None:
+        z3 = self.z3
+        sorts = [self._sort(t, number) for t in types]
+        function = z3.Function(name, *sorts)
+        self.functions[name] = function
+        result = types[-1]
+        if result in self.lists and self.lists[result][1] == z3.IntSort(self.ctx) and not all(
+            v.decl().kind() == z3.Z3_OP_UNINTERPRETED for v in self.lists[result][0]
+        ):
+            # A function into a numbered list ranges over that list's numbers (Logic-LM adds the same bound).
+            domains = [self.lists[t][0] if t in self.lists else None for t in types[:-1]]
+            if all(d is not None for d in domains):
+                allowed = self.lists[result][0]
+                for combo in itertools.product(*domains):
+                    value = function(*combo)
+                    self.ranges.append(z3.Or([value == a for a in allowed]))
+
+    def bool_(self, value: bool) -> Any:
+        return self.z3.BoolVal(value, self.ctx)
+
+    def preconditions(self) -> list[Any]:
+        terms = list(self.ranges)
+        for line in self.program.constraints:
+            terms.append(self.boolean(self.eval(line.node, {}, line), line))
+        return terms
+
+    def boolean(self, value: Any, line: Line) -> Any:
+        if isinstance(value, bool):
+            return self.bool_(value)
+        if not self.z3.is_bool(value):
+            raise ProgramExecutionError(f"line {line.number}: expected a condition, got {value}")
+        return value
+
+    def scope(self, node: ast.expr, line: Line) -> list[tuple[str, list[Any]]]:
+        if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "_"):
+            raise ProgramExecutionError(f"line {line.number}: expected a scope such as [x:sort]")
+        parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
+        out = []
+        for part in parts:
+            if not (isinstance(part, ast.Slice) and isinstance(part.lower, ast.Name)
+                    and isinstance(part.upper, ast.Name) and part.step is None):
+                raise ProgramExecutionError(f"line {line.number}: expected name:sort in a scope")
+            listed = part.upper.id
+            if listed in ("int", "bool") or listed not in self.lists:
+                raise ProgramExecutionError(f"line {line.number}: cannot range over '{listed}' (declare it as a sort)")
+            out.append((part.lower.id, self.lists[listed][0]))
+        return out
+
+    def expand(self, scope_node: ast.expr, body: ast.expr, env: dict[str, Any], line: Line) -> list[Any]:
+        scope = self.scope(scope_node, line)
+        results = []
+        for combo in itertools.product(*[members for _, members in scope]):
+            inner = dict(env)
+            inner.update({name: value for (name, _), value in zip(scope, combo)})
+            results.append(self.eval(body, inner, line))
+        return results
+
+    def eval(self, node: ast.expr, env: dict[str, Any], line: Line) -> Any:
+        z3 = self.z3
+        if isinstance(node, ast.Constant):
+            if isinstance(node.value, bool):
+                return self.bool_(node.value)
+            if isinstance(node.value, int):
+                return z3.IntVal(node.value, self.ctx)
+            raise ProgramExecutionError(f"line {line.number}: string constants have no meaning here")
+        if isinstance(node, ast.Name):
+            for table in (env, self.names):
+                if node.id in table:
+                    return table[node.id]
+            if node.id in self.lists:
+                return list(self.lists[node.id][0])
+            if node.id in ("True", "False"):
+                return self.bool_(node.id == "True")
+            raise ProgramExecutionError(f"line {line.number}: name '{node.id}' is not defined")
+        if isinstance(node, (ast.List, ast.Tuple)):
+            return [self.eval(e, env, line) for e in node.elts]
+        if isinstance(node, ast.BoolOp):
+            parts = [self.boolean(self.eval(v, env, line), line) for v in node.values]
+            return z3.And(parts) if isinstance(node.op, ast.And) else z3.Or(parts)
+        if isinstance(node, ast.UnaryOp):
+            value = self.eval(node.operand, env, line)
+            if isinstance(node.op, ast.Not):
+                return z3.Not(self.boolean(value, line))
+            return -value if isinstance(node.op, ast.USub) else value
+        if isinstance(node, ast.BinOp):
+            left, right = self.eval(node.left, env, line), self.eval(node.right, env, line)
+            op = type(node.op)
+            if op is ast.Add:
+                return left + right
+            if op is ast.Sub:
+                return left - right
+            if op is ast.Mult:
+                return left * right
+            if op is ast.FloorDiv:
+                return left / right
+            return left % right
+        if isinstance(node, ast.Compare):
+            return self._compare(node, env, line)
+        if isinstance(node, ast.Call):
+            return self._call(node, env, line)
+        raise ProgramExecutionError(f"line {line.number}: '{ast.unparse(node)}' has no meaning here")
+
+    def _compare(self, node: ast.Compare, env: dict[str, Any], line: Line) -> Any:
+        z3 = self.z3
+        values = [self.eval(node.left, env, line)] + [self.eval(c, env, line) for c in node.comparators]
+        parts = []
+        for op, left, right in zip(node.ops, values, values[1:]):
+            kind = type(op)
+            if kind in (ast.In, ast.NotIn):
+                if not isinstance(right, list):
+                    raise ProgramExecutionError(f"line {line.number}: 'in' needs a list on its right")
+                member = z3.Or([left == r for r in right]) if right else self.bool_(False)
+                parts.append(member if kind is ast.In else z3.Not(member))
+                continue
+            parts.append({ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+                          ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
+                          ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}[kind](left, right))
+        # Python reads a < b < c as (a < b) and (b < c); so do we.
+        return parts[0] if len(parts) == 1 else z3.And(parts)
+
+    def _call(self, node: ast.Call, env: dict[str, Any], line: Line) -> Any:
+        z3 = self.z3
+        name, args = node.func.id, node.args
+        if name in ("ForAll", "Exists", "Count") or (name in ("Distinct", "Sum") and args and _is_scope(args[0])):
+            if len(args) != 2:
+                raise ProgramExecutionError(f"line {line.number}: {name} takes a scope and an expression")
+            items = self.expand(args[0], args[1], env, line)
+            if name == "ForAll":
+                return z3.And([self.boolean(i, line) for i in items]) if items else self.bool_(True)
+            if name == "Exists":
+                return z3.Or([self.boolean(i, line) for i in items]) if items else self.bool_(False)
+            if name == "Count":
+                return z3.Sum([z3.If(self.boolean(i, line), 1, 0) for i in items]) if items else z3.IntVal(0, self.ctx)
+            return z3.Distinct(items) if name == "Distinct" else z3.Sum(items)
+        values = [self.eval(a, env, line) for a in args]
+        if len(values) == 1 and isinstance(values[0], list) and name in ("And", "Or", "Distinct", "Sum"):
+            values = values[0]
+        if name in self.functions:
+            function = self.functions[name]
+            if len(values) != function.arity():
+                raise ProgramExecutionError(f"line {line.number}: {name} takes {function.arity()} arguments")
+            return function(*values)
+        if name in ("And", "Or"):
+            parts = [self.boolean(v, line) for v in values]
+            if not parts:
+                return self.bool_(name == "And")
+            return z3.And(parts) if name == "And" else z3.Or(parts)
+        builtins = {
+            "Not": (1, lambda a: z3.Not(self.boolean(a, line))),
+            "Implies": (2, lambda a, b: z3.Implies(self.boolean(a, line), self.boolean(b, line))),
+            "Xor": (2, lambda a, b: z3.Xor(self.boolean(a, line), self.boolean(b, line))),
+            "If": (3, lambda c, a, b: z3.If(self.boolean(c, line), a, b)),
+            "Abs": (1, lambda a: z3.If(a >= 0, a, -a)),
+            "abs": (1, lambda a: z3.If(a >= 0, a, -a)),
+        }
+        if name in builtins:
+            arity, build = builtins[name]
+            if len(values) != arity:
+                raise ProgramExecutionError(f"line {line.number}: {name} takes {arity} arguments")
+            return build(*values)
+        if name == "Distinct":
+            return z3.Distinct(values) if len(values) > 1 else self.bool_(True)
+        if name == "Sum":
+            return z3.Sum(values) if values else z3.IntVal(0, self.ctx)
+        raise ProgramExecutionError(f"line {line.number}: unknown function '{name}'")
+
+
+def _is_scope(node: ast.expr) -> bool:
+    return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "_"
