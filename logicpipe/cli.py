@@ -115,6 +115,20 @@ def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out
     render_explanation(Console(), record)
 
 
+@app.command()
+def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="where tables, chart and runs go"),
+              data_dir: Optional[Path] = DataDirOpt, workers: int = typer.Option(2, "--workers", "-w")) -> None:
+    """Replay every released Logic-LM program file; write table3/table2 (.md, .csv, .json) and accuracy.png."""
+    from .reproduce import reproduce as reproduce_all
+
+    bar, update = _progress()
+    with bar:
+        result = reproduce_all(out, data_dir, workers, update)
+    console.print((out / "table3.md").read_text(), markup=False, highlight=False)
+    console.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "
+                  f"tables and chart in {out}")
+
+
 @app.command("list")
 def list_() -> None:
     """Datasets and solvers this version knows (needs no LLM)."""
