@@ -6,8 +6,12 @@ import sys
 from pathlib import Path
 from typing import Optional
 
-import click
 import typer
+
+try:  # recent typer vendors its own click
+    from typer._click.exceptions import UsageError as ClickUsageError
+except ImportError:  # pragma: no cover - older typer uses click itself
+    from click import UsageError as ClickUsageError
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -139,25 +143,30 @@ def list_() -> None:
         out.print(f"{spec.key:<18} {spec.name:<18} solver={spec.solver:<4} splits={','.join(spec.splits)}")
 
 
+def _fail(message: object) -> None:
+    # Plain print: one line however wide the message, where rich would wrap it.
+    print(f"error: {message}", file=sys.stderr)
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
         app(args=argv, standalone_mode=False)
-    except click.exceptions.Exit as exc:
+    except typer.Exit as exc:
         sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
-        console.print("error: aborted")
+    except typer.Abort:
+        _fail("aborted")
         sys.exit(130)
-    except click.UsageError as exc:
-        console.print(f"error: {exc.format_message()}", markup=False, highlight=False)
+    except ClickUsageError as exc:
+        _fail(exc.format_message())
         sys.exit(2)
     except PrerequisiteError as exc:
-        console.print(f"error: {exc}", markup=False, highlight=False)
+        _fail(exc)
         sys.exit(3)
     except LogicPipeError as exc:
-        console.print(f"error: {exc}", markup=False, highlight=False)
+        _fail(exc)
         sys.exit(2)
     except KeyboardInterrupt:
-        console.print("error: interrupted; finished records are kept, re-run to resume")
+        _fail("interrupted; finished records are kept, re-run to resume")
         sys.exit(130)
 
 

@@ -136,7 +136,7 @@ def _prove(premises: list[str], goal: str, seconds: int, memory_mb: int) -> tupl
         path.write_text(text)
         try:
             done = subprocess.run([str(prover9_path()), "-f", str(path)], capture_output=True, text=True,
-                                  timeout=seconds + 5)
+                                  timeout=seconds + 5, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             return "timeout", ""
     # Prover9's exit codes: 0 proof, 2 search exhausted, 3 memory, 4 time, 5 given limit, 1 input error.

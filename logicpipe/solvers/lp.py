@@ -136,7 +136,8 @@ class LPSolver:
             command = [swipl_path(), "-q", f"--stack-limit={max(64, limits.memory_mb // 2)}m",
                        "-g", "main", "-t", "halt(1)", str(ENGINE), str(path), "--", f"{limits.seconds:g}"]
             try:
-                done = subprocess.run(command, capture_output=True, text=True, timeout=limits.seconds + 5)
+                done = subprocess.run(command, capture_output=True, text=True, timeout=limits.seconds + 5,
+                                      stdin=subprocess.DEVNULL)
             except subprocess.TimeoutExpired:
                 raise SolverTimeout(f"SWI-Prolog ran past {limits.seconds:g} s") from None
         if done.returncode == 3 or done.stdout.startswith("TIMEOUT"):
