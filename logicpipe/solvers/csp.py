@@ -10,8 +10,9 @@ from __future__ import annotations
 import ast
 import operator
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 from ..errors import ProgramParseError
 from .base import Limits, SolverResult

@@ -1,0 +1,35 @@
+# Main job: `make reproduce`. Tests: `make test`. Both set everything up first.
+VENV := .venv
+PY := $(VENV)/bin/python
+BIN := $(VENV)/bin
+RESULTS ?= results
+WORKERS ?= 2
+# Tests and CI read Logic-LM's files from ../shared/logic-lm unless LOGICPIPE_DATA says otherwise.
+export LOGICPIPE_DATA ?= $(if $(wildcard ../shared/logic-lm/data),$(abspath ../shared/logic-lm),)
+
+.PHONY: setup test test-all check lint table3 table2 reproduce benchmark clean
+
+setup:
+	bash scripts/setup.sh
+
+test: setup
+	$(PY) -m pytest -q
+
+test-all: setup
+	$(PY) -m pytest -q -m ""
+
+lint: setup
+	$(BIN)/ruff check logicpipe tests scripts
+
+check: lint test
+
+reproduce: setup
+	$(BIN)/logicpipe reproduce --out $(RESULTS) --workers $(WORKERS)
+
+table3 table2: reproduce
+
+benchmark: setup
+	$(PY) scripts/benchmark.py
+
+clean:
+	rm -rf $(RESULTS)/replay $(RESULTS)/table* $(RESULTS)/accuracy.png

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Everything logicpipe needs on a fresh Debian/Ubuntu machine: SWI-Prolog from apt, then a virtual
+# environment with the package and its test tools. Safe to run again; it skips what is already there.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! command -v swipl >/dev/null 2>&1; then
+  SUDO=""
+  if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq swi-prolog-nox >/dev/null
+fi
+
+PYTHON="${PYTHON:-python3}"
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[test]'
+  touch .venv/.installed
+fi
