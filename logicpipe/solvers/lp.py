@@ -134,18 +134,20 @@ class LPSolver:
             path = Path(tmp) / "program.pl"
             path.write_text(prolog)
             command = [swipl_path(), "-q", f"--stack-limit={max(64, limits.memory_mb // 2)}m",
-                       "-g", "main", "-t", "halt(1)", str(ENGINE), str(path), "--", f"{limits.seconds:g}"]
+                       "-g", "main", "-t", "halt(1)", str(ENGINE), str(path)]
             try:
-                done = subprocess.run(command, capture_output=True, text=True, timeout=limits.seconds + 5,
+                done = subprocess.run(command, capture_output=True, text=True, timeout=limits.seconds,
                                       stdin=subprocess.DEVNULL)
-            except subprocess.TimeoutExpired:
-                raise SolverTimeout(f"SWI-Prolog ran past {limits.seconds:g} s") from None
-        if done.returncode == 3 or done.stdout.startswith("TIMEOUT"):
-            raise SolverTimeout(f"saturation did not finish within {limits.seconds:g} s")
-        if done.returncode != 0:
-            message = (done.stderr.strip().splitlines() or ["no message"])[-1]
-            raise ProgramExecutionError(f"SWI-Prolog failed (exit {done.returncode}): {message}")
-        known = _read_known(done.stdout, table)
+                output, code, errors = done.stdout, done.returncode, done.stderr
+            except subprocess.TimeoutExpired as exc:
+                output = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
+                if not output.endswith("END\n"):
+                    raise SolverTimeout(f"saturation did not finish within {limits.seconds:g} s") from None
+                code, errors = 0, ""  # finished; only the exit lingered
+        if code != 0 or not output.endswith("END\n"):
+            message = (errors.strip().splitlines() or ["no message"])[-1]
+            raise ProgramExecutionError(f"SWI-Prolog failed (exit {code}): {message}")
+        known = _read_known(output, table)
         return _answer(program, known)
 
 
