@@ -16,7 +16,7 @@ from typing import Any
 
 from ..errors import ProgramParseError
 from .base import Limits, SolverResult
-from .pyexpr import BASE_NODES, parse_expression, split_comment
+from .pyexpr import BASE_NODES, parse_expression, section_header, split_comment
 
 SECTIONS = ("Domain", "Variables", "Constraints", "Query")
 _FUNCTIONS: dict[str, Callable[..., Any]] = {"abs": abs, "min": min, "max": max}
@@ -49,8 +49,8 @@ def _sections(text: str) -> dict[str, list[tuple[int, str]]]:
     current = None
     for number, raw in enumerate(text.splitlines(), start=1):
         code, _ = split_comment(raw)
-        header = code.rstrip(":").strip()
-        if code.endswith(":") and header in SECTIONS:
+        header = section_header(code, SECTIONS)
+        if header:
             if header in found:
                 raise ProgramParseError(f"section '{header}:' appears twice", number)
             current = header

@@ -18,7 +18,7 @@ from ..errors import ProgramExecutionError, ProgramParseError, SolverTimeout
 from .base import Limits, SolverResult
 from .fol_parser import Bin, Const, Eq, Func, Not, Pred, Quant, Var, parse_formula
 from .prover9 import prover9_path
-from .pyexpr import split_comment
+from .pyexpr import section_header, split_comment
 
 SECTIONS = ("Predicates", "Premises", "Conclusion", "Conclusions")
 
@@ -84,8 +84,8 @@ class FOLSolver:
         section = None
         for number, raw in enumerate(text.splitlines(), start=1):
             code, comment = split_comment(raw)
-            header = code.rstrip(":").strip()
-            if code.endswith(":") and header in SECTIONS:
+            header = section_header(code, SECTIONS)
+            if header:
                 section = "Conclusion" if header == "Conclusions" else header
                 continue
             if not code:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import PrerequisiteError, ProgramExecutionError, ProgramParseError, SolverTimeout
 from .base import Limits, SolverResult
-from .pyexpr import split_comment
+from .pyexpr import section_header, split_comment
 
 SECTIONS = ("Predicates", "Facts", "Rules", "Query")
 ENGINE = Path(__file__).with_name("lp_engine.pl")
@@ -94,8 +94,8 @@ class LPSolver:
         seen = set()
         for number, raw in enumerate(text.splitlines(), start=1):
             code, comment = split_comment(raw)
-            header = code.rstrip(":").strip()
-            if code.endswith(":") and header in SECTIONS:
+            header = section_header(code, SECTIONS)
+            if header:
                 if header in seen:
                     raise ProgramParseError(f"section '{header}:' appears twice", number)
                 section = header
