@@ -16,7 +16,8 @@ from typing import Any
 
 from ..errors import ProgramParseError
 from .base import Limits, SolverResult
-from .pyexpr import BASE_NODES, parse_expression, section_header, split_comment
+from .pyexpr import BASE_NODES, parse_expression
+from .sections import walk_sections
 
 SECTIONS = ("Domain", "Variables", "Constraints", "Query")
 _FUNCTIONS: dict[str, Callable[..., Any]] = {"abs": abs, "min": min, "max": max}
@@ -45,24 +46,12 @@ class CSPProgram:
 
 
 def _sections(text: str) -> dict[str, list[tuple[int, str]]]:
-    found: dict[str, list[tuple[int, str]]] = {}
-    current = None
-    for number, raw in enumerate(text.splitlines(), start=1):
-        code, _ = split_comment(raw)
-        header = section_header(code, SECTIONS)
-        if header:
-            if header in found:
-                raise ProgramParseError(f"section '{header}:' appears twice", number)
-            current = header
-            found[current] = []
-            continue
-        if not code:
-            continue
-        if current is None:
-            raise ProgramParseError("text before the first section header", number, text=raw)
-        found[current].append((number, code))
+    seen: set[str] = set()
+    found: dict[str, list[tuple[int, str]]] = {name: [] for name in SECTIONS}
+    for line in walk_sections(text, SECTIONS, seen=seen):
+        found[line.section].append((line.number, line.code))
     for name in ("Variables", "Constraints", "Query"):
-        if name not in found:
+        if name not in seen:
             raise ProgramParseError(f"missing section '{name}:'")
     return found
 

@@ -18,9 +18,9 @@ from ..errors import ProgramExecutionError, ProgramParseError, SolverTimeout
 from .base import Limits, SolverResult
 from .fol_parser import Bin, Const, Eq, Func, Not, Pred, Quant, Var, parse_formula
 from .prover9 import prover9_path
-from .pyexpr import section_header, split_comment
+from .sections import walk_sections
 
-SECTIONS = ("Predicates", "Premises", "Conclusion", "Conclusions")
+SECTIONS = ("Predicates", "Premises", "Conclusion")
 
 
 @dataclass
@@ -81,26 +81,16 @@ class FOLSolver:
 
     def parse(self, text: str) -> FOLProgram:
         program = FOLProgram()
-        section = None
-        for number, raw in enumerate(text.splitlines(), start=1):
-            code, comment = split_comment(raw)
-            header = section_header(code, SECTIONS)
-            if header:
-                section = "Conclusion" if header == "Conclusions" else header
+        for line in walk_sections(text, SECTIONS, aliases={"Conclusions": "Conclusion"}, unique=False):
+            if line.section == "Predicates":
                 continue
-            if not code:
-                continue
-            if section is None:
-                raise ProgramParseError("text before the first section header", number, text=raw)
-            if section == "Predicates":
-                continue
-            formula = parse_formula(code, number)
-            if section == "Premises":
-                program.premises.append((formula, comment or code))
+            formula = parse_formula(line.code, line.number)
+            if line.section == "Premises":
+                program.premises.append((formula, line.comment or line.code))
             elif program.conclusion is not None:
-                raise ProgramParseError("more than one conclusion", number, text=raw)
+                raise ProgramParseError("more than one conclusion", line.number, text=line.raw)
             else:
-                program.conclusion = (formula, comment or code)
+                program.conclusion = (formula, line.comment or line.code)
         if program.conclusion is None:
             raise ProgramParseError("missing 'Conclusion:' section or conclusion")
         if not program.premises:

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..errors import PrerequisiteError, ProgramExecutionError, ProgramParseError, SolverTimeout
 from .base import Limits, SolverResult
-from .pyexpr import section_header, split_comment
+from .sections import walk_sections
 
 SECTIONS = ("Predicates", "Facts", "Rules", "Query")
 ENGINE = Path(__file__).with_name("lp_engine.pl")
@@ -90,37 +90,23 @@ class LPSolver:
 
     def parse(self, text: str) -> LPProgram:
         program = LPProgram()
-        section = None
-        seen = set()
-        for number, raw in enumerate(text.splitlines(), start=1):
-            code, comment = split_comment(raw)
-            header = section_header(code, SECTIONS)
-            if header:
-                if header in seen:
-                    raise ProgramParseError(f"section '{header}:' appears twice", number)
-                section = header
-                seen.add(header)
+        for line in walk_sections(text, SECTIONS):
+            if line.section == "Predicates":
+                parse_atom(line.code.replace("bool", "True"), line.number)
                 continue
-            if not code:
-                continue
-            if section is None:
-                raise ProgramParseError("text before the first section header", number, text=raw)
-            if section == "Predicates":
-                parse_atom(code.replace("bool", "True"), number)
-                continue
-            if section == "Query":
+            if line.section == "Query":
                 if program.query is not None:
-                    raise ProgramParseError("only one query is supported", number, text=raw)
-                atom = parse_atom(code, number)
+                    raise ProgramParseError("only one query is supported", line.number, text=line.raw)
+                atom = parse_atom(line.code, line.number)
                 if any(a.startswith("$") for a in atom.args):
-                    raise ProgramParseError("the query must not contain variables", number, text=raw)
+                    raise ProgramParseError("the query must not contain variables", line.number, text=line.raw)
                 program.query = atom
                 continue
             # A line's own syntax says what it is: LLMs put rules under Facts: and facts under Rules:.
-            if ">>>" in code:
-                program.rules.append(_parse_rule(code, number))
+            if ">>>" in line.code:
+                program.rules.append(_parse_rule(line.code, line.number))
             else:
-                program.facts.append((parse_atom(code, number), comment or code))
+                program.facts.append((parse_atom(line.code, line.number), line.comment or line.code))
         if program.query is None:
             raise ProgramParseError("missing 'Query:' section or query")
         if not program.facts:

@@ -70,14 +70,3 @@ def _describe(node: ast.AST) -> str:
     }
     return names.get(type(node), type(node).__name__)
 
-
-def split_comment(line: str) -> tuple[str, str]:
-    """'formula ::: comment' -> ('formula', 'comment')."""
-    code, _, comment = line.partition(":::")
-    return code.strip(), comment.strip()
-
-
-def section_header(code: str, names: tuple[str, ...]) -> str | None:
-    """'Facts:' -> 'Facts' when it is one of the language's section names, else None."""
-    header = code.rstrip(":").strip()
-    return header if code.endswith(":") and header in names else None

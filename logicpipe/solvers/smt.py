@@ -17,7 +17,8 @@ from typing import Any
 
 from ..errors import ProgramExecutionError, ProgramParseError, SolverTimeout
 from .base import Limits, SolverResult
-from .pyexpr import BASE_NODES, mark_scopes, parse_expression, split_comment
+from .pyexpr import BASE_NODES, mark_scopes, parse_expression
+from .sections import split_comment
 
 NODES = BASE_NODES | {ast.Subscript, ast.Slice}
 CHECKS = ("is_valid", "is_sat", "is_unsat", "is_accurate_list", "is_exception")
