@@ -40,7 +40,7 @@ MemoryOpt = typer.Option(2048, "--memory-mb", help="memory bound per solver work
 
 def _config(**values) -> RunConfig:
     try:
-        return RunConfig(**{k: v for k, v in values.items() if v is not None or k in ("limit",)})
+        return RunConfig(**values)
     except ValidationError as exc:
         first = exc.errors()[0]
         raise LogicPipeError(f"invalid option --{'.'.join(map(str, first['loc'])).replace('_', '-')}: {first['msg']}") from None

@@ -127,21 +127,10 @@ def _solve_record(outcome, dataset: str, solver: str) -> SolveRecord:
 
 
 def interpret(config: RunConfig, problems: list[Problem], progress: Progress = _quiet) -> StageReport:
-    start = time.monotonic()
-    inputs = _upstream(config, "solve", SolveRecord, problems)
-    stage = StageFile(config.stage_file("interpret"), InterpretRecord)
-    todo = set(stage.missing(r.id for r in inputs))
     by_problem = {p.id: p for p in problems}
-    with stage.writer() as out:
-        count = 0
-        for record in inputs:
-            if record.id not in todo:
-                continue
-            out.write(_interpret_one(record, by_problem[record.id], config))
-            count += 1
-            progress("interpret", count, len(todo))
-    stage.finish([r.id for r in inputs])
-    return StageReport("interpret", len(inputs), len(todo), time.monotonic() - start)
+    report, _ = _transform(config, problems, "solve", SolveRecord, "interpret", InterpretRecord,
+                           lambda record: _interpret_one(record, by_problem[record.id], config), progress)
+    return report
 
 
 def _interpret_one(record: SolveRecord, problem: Problem, config: RunConfig) -> InterpretRecord:
@@ -163,28 +152,38 @@ def _interpret_one(record: SolveRecord, problem: Problem, config: RunConfig) -> 
 
 
 def evaluate(config: RunConfig, problems: list[Problem], progress: Progress = _quiet) -> tuple[StageReport, dict]:
-    start = time.monotonic()
-    inputs = _upstream(config, "interpret", InterpretRecord, problems)
-    stage = StageFile(config.stage_file("evaluate"), EvaluateRecord)
-    todo = set(stage.missing(r.id for r in inputs))
     gold = {p.id: p.answer for p in problems}
+    report, records = _transform(config, problems, "interpret", InterpretRecord, "evaluate", EvaluateRecord,
+                                 lambda record: _evaluate_one(record, gold[record.id]), progress)
+    metrics = compute_metrics(records, config)
+    write_json_if_changed(config.stage_dir / "metrics.json", metrics)
+    return report, metrics
+
+
+def _evaluate_one(record: InterpretRecord, answer: str | None) -> EvaluateRecord:
+    return EvaluateRecord(
+        id=record.id, gold=answer, predicted=record.predicted, final=record.final,
+        executed=record.executed, error=record.error,
+        correct_executed=record.executed and record.predicted is not None and record.predicted == answer,
+        correct=record.final is not None and record.final == answer)
+
+
+def _transform(config: RunConfig, problems: list[Problem], source: str, source_model, name: str, model,
+               make: Callable, progress: Progress) -> tuple[StageReport, list]:
+    """A stage that turns each upstream record into one record of its own, resuming what is done."""
+    start = time.monotonic()
+    inputs = _upstream(config, source, source_model, problems)
+    stage = StageFile(config.stage_file(name), model)
+    todo = set(stage.missing(r.id for r in inputs))
     with stage.writer() as out:
         count = 0
         for record in inputs:
-            if record.id not in todo:
-                continue
-            answer = gold[record.id]
-            out.write(EvaluateRecord(
-                id=record.id, gold=answer, predicted=record.predicted, final=record.final,
-                executed=record.executed, error=record.error,
-                correct_executed=record.executed and record.predicted is not None and record.predicted == answer,
-                correct=record.final is not None and record.final == answer))
-            count += 1
-            progress("evaluate", count, len(todo))
+            if record.id in todo:
+                out.write(make(record))
+                count += 1
+                progress(name, count, len(todo))
     records = stage.finish([r.id for r in inputs])
-    metrics = compute_metrics(records, config)
-    write_json_if_changed(config.stage_dir / "metrics.json", metrics)
-    return StageReport("evaluate", len(inputs), len(todo), time.monotonic() - start), metrics
+    return StageReport(name, len(inputs), len(todo), time.monotonic() - start), records
 
 
 def _upstream(config: RunConfig, stage: str, model, problems: list[Problem]):

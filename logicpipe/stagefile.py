@@ -41,7 +41,11 @@ class StageFile(Generic[R]):
         return [unique[i] for i in order if i in unique]
 
     def _torn(self) -> bool:
-        return self.path.exists() and self.path.stat().st_size > 0 and not self.path.read_bytes().endswith(b"\n")
+        if not self.path.exists() or self.path.stat().st_size == 0:
+            return False
+        with open(self.path, "rb") as handle:
+            handle.seek(-1, 2)
+            return handle.read(1) != b"\n"
 
 
 class _Writer(Generic[R]):
