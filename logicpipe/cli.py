@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
+import os
 import sys
+import typing
 from pathlib import Path
 from typing import Optional
 
@@ -25,25 +28,57 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Logic-LM style batch reasoning: formulate -> solve -> interpret -> evaluate.")
 console = Console(stderr=True)
 
-DatasetOpt = typer.Option(..., "--dataset", "-d", help="folio, prontoqa, proofwriter, logicaldeduction, ar-lsat")
-SplitOpt = typer.Option("dev", "--split", help="dev, test or train (as the dataset has them)")
-OutOpt = typer.Option(Path("results/run"), "--out", "-o", help="run directory; stage files go to OUT/<dataset>/")
-DataDirOpt = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)")
-LimitOpt = typer.Option(None, "--limit", "-n", help="only the first N problems")
-WorkersOpt = typer.Option(1, "--workers", "-w", help="solver worker processes")
-ProgramsOpt = typer.Option(None, "--programs", help="replay a Logic-LM raw_logic_programs JSON file")
-BackupOpt = typer.Option("random", "--backup", help="answer for problems with no executed program: random|none")
-SeedOpt = typer.Option(0, "--seed", help="seed for the random backup")
-TimeoutOpt = typer.Option(None, "--timeout", help="seconds per solver call (default: per dataset)")
-MemoryOpt = typer.Option(2048, "--memory-mb", help="memory bound per solver worker, MB")
 
-
-def _config(**values) -> RunConfig:
+def _options(
+    dataset: str = typer.Option(..., "--dataset", "-d", help="folio, prontoqa, proofwriter, logicaldeduction, ar-lsat"),
+    split: str = typer.Option("dev", "--split", help="dev, test or train (as the dataset has them)"),
+    out: Path = typer.Option(Path("results/run"), "--out", "-o", help="run directory; files go to OUT/<dataset>/"),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)"),
+    limit: Optional[int] = typer.Option(None, "--limit", "-n", help="only the first N problems"),
+    workers: int = typer.Option(1, "--workers", "-w", help="solver worker processes"),
+    programs: Optional[Path] = typer.Option(None, "--programs", help="replay a Logic-LM raw_logic_programs JSON file"),
+    backup: str = typer.Option("random", "--backup", help="answer when no program executed: random|cot|none"),
+    seed: int = typer.Option(0, "--seed", help="seed for the random backup"),
+    timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds per solver call (default: per dataset)"),
+    memory_mb: int = typer.Option(2048, "--memory-mb", help="memory bound per solver worker, MB"),
+    model: Optional[str] = typer.Option(None, "--model", "-m", help="model that writes programs (OpenAI-compatible)"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"),
+    max_concurrency: int = typer.Option(8, "--max-concurrency", help="model requests in flight at once"),
+    num_samples: int = typer.Option(1, "--num-samples", help="programs per problem; >1 votes over executed ones"),
+    temperature: float = typer.Option(0.0, "--temperature"),
+    max_tokens: int = typer.Option(2048, "--max-tokens"),
+    max_rounds: int = typer.Option(3, "--max-rounds", help="self-refinement rounds (0: none)"),
+    refine_model: Optional[str] = typer.Option(None, "--refine-model", help="model for refinement (default: --model)"),
+    llm_timeout: float = typer.Option(120.0, "--llm-timeout", help="seconds per model request"),
+    max_retries: int = typer.Option(5, "--max-retries", help="retries per model request"),
+    price_prompt: Optional[float] = typer.Option(None, "--price-prompt", help="price per million prompt tokens"),
+    price_completion: Optional[float] = typer.Option(None, "--price-completion", help="price per million completion tokens"),
+    llm_cache: Optional[Path] = typer.Option(None, "--llm-cache", help="SQLite cache of model replies"),
+) -> RunConfig:
     try:
-        return RunConfig(**values)
+        return RunConfig(**{k: v for k, v in locals().items()})
     except ValidationError as exc:
         first = exc.errors()[0]
-        raise LogicPipeError(f"invalid option --{'.'.join(map(str, first['loc'])).replace('_', '-')}: {first['msg']}") from None
+        where = ".".join(map(str, first["loc"])).replace("_", "-")
+        raise LogicPipeError(f"invalid option{' --' + where if where else ''}: {first['msg']}") from None
+
+
+def _command(name: str, extra: list[inspect.Parameter] | None = None):
+    """Register `func(config, **extra)` as a command taking every run option."""
+    def register(func):
+        def command(**values):
+            extras = {p.name: values.pop(p.name) for p in extra or []}
+            return func(_options(**values), **extras)
+
+        hints = typing.get_type_hints(_options)
+        parameters = [p.replace(annotation=hints[p.name]) for p in inspect.signature(_options).parameters.values()]
+        parameters += extra or []
+        command.__signature__ = inspect.Signature(parameters)
+        command.__doc__ = func.__doc__
+        app.command(name)(command)
+        return func
+
+    return register
 
 
 def _progress() -> tuple[Progress, pipeline.Progress]:
@@ -67,45 +102,44 @@ def _stage(name: str, config: RunConfig) -> None:
     if name == "evaluate":
         report, metrics = result
         render_summary(console, metrics, [report])
-    else:
-        console.print(f"{name}: {result.total} records ({result.new} new) in {result.seconds:.1f}s "
-                      f"-> {config.stage_file(name)}")
+        return
+    for report in result if isinstance(result, list) else [result]:
+        console.print(f"{report.name}: {report.total} records ({report.new} new) in {report.seconds:.1f}s")
 
 
-def _common(dataset, split, out, data_dir, limit, workers, programs, backup, seed, timeout, memory_mb) -> RunConfig:
-    return _config(dataset=dataset, split=split, out=out, data_dir=data_dir, limit=limit, workers=workers,
-                   programs=programs, backup=backup, seed=seed, timeout=timeout, memory_mb=memory_mb)
+for _name, _doc in [("formulate", "Write one program per problem (replayed with --programs, or by --model)."),
+                    ("solve", "Parse and execute each program with the dataset's solver."),
+                    ("refine", "Send failed programs and the solver's error back to the model, up to --max-rounds."),
+                    ("interpret", "Map solver verdicts to option letters; back up what did not execute."),
+                    ("evaluate", "Score against gold answers; write evaluate.jsonl and metrics.json.")]:
+    def _stage_command(config: RunConfig, _name: str = _name) -> None:
+        _stage(_name, config)
+
+    _stage_command.__doc__ = _doc
+    _command(_name)(_stage_command)
 
 
-def _make_stage_command(name: str, doc: str):
-    def command(dataset: str = DatasetOpt, split: str = SplitOpt, out: Path = OutOpt,
-                data_dir: Optional[Path] = DataDirOpt, limit: Optional[int] = LimitOpt, workers: int = WorkersOpt,
-                programs: Optional[Path] = ProgramsOpt, backup: str = BackupOpt, seed: int = SeedOpt,
-                timeout: Optional[float] = TimeoutOpt, memory_mb: int = MemoryOpt) -> None:
-        _stage(name, _common(dataset, split, out, data_dir, limit, workers, programs, backup, seed, timeout, memory_mb))
-
-    command.__doc__ = doc
-    app.command(name)(command)
-
-
-_make_stage_command("formulate", "Write one program per problem (replayed with --programs).")
-_make_stage_command("solve", "Parse and execute each program with the dataset's solver.")
-_make_stage_command("interpret", "Map solver verdicts to option letters; back up what did not execute.")
-_make_stage_command("evaluate", "Score against gold answers; write evaluate.jsonl and metrics.json.")
-
-
-@app.command()
-def run(dataset: str = DatasetOpt, split: str = SplitOpt, out: Path = OutOpt,
-        data_dir: Optional[Path] = DataDirOpt, limit: Optional[int] = LimitOpt, workers: int = WorkersOpt,
-        programs: Optional[Path] = ProgramsOpt, backup: str = BackupOpt, seed: int = SeedOpt,
-        timeout: Optional[float] = TimeoutOpt, memory_mb: int = MemoryOpt) -> None:
-    """All stages in order; resumes whatever an earlier run left."""
-    config = _common(dataset, split, out, data_dir, limit, workers, programs, backup, seed, timeout, memory_mb)
+@_command("run")
+def run(config: RunConfig) -> None:
+    """All stages in order (formulate, solve, refine, interpret, evaluate); resumes what an earlier run left."""
     bar, update = _progress()
     with bar:
         report = pipeline.run(config, update)
     render_summary(console, report.metrics, report.stages)
     console.print(f"metrics: {config.stage_dir / 'metrics.json'}")
+
+
+_MODE = inspect.Parameter("mode", inspect.Parameter.KEYWORD_ONLY, annotation=str,
+                          default=typer.Option("cot", "--mode", help="standard or cot"))
+
+
+@_command("baseline", [_MODE])
+def baseline(config: RunConfig, mode: str) -> None:
+    """The paper's Standard or CoT baseline with the same client, cache and evaluator."""
+    bar, update = _progress()
+    with bar:
+        report = pipeline.baseline(config, mode, update)
+    render_summary(console, report.metrics, report.stages)
 
 
 @app.command()
@@ -121,7 +155,7 @@ def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out
 
 @app.command()
 def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="where tables, chart and runs go"),
-              data_dir: Optional[Path] = DataDirOpt, workers: int = typer.Option(2, "--workers", "-w")) -> None:
+              data_dir: Optional[Path] = typer.Option(None, "--data-dir"), workers: int = typer.Option(2, "--workers", "-w")) -> None:
     """Replay every released Logic-LM program file; write table3/table2 (.md, .csv, .json) and accuracy.png."""
     from .reproduce import reproduce as reproduce_all
 
@@ -165,6 +199,11 @@ def main(argv: list[str] | None = None) -> None:
     except LogicPipeError as exc:
         _fail(exc)
         sys.exit(2)
+    except Exception as exc:  # noqa: BLE001 - the last boundary: one line, records already written stay
+        if os.environ.get("LOGICPIPE_DEBUG"):
+            raise
+        _fail(f"internal error: {type(exc).__name__}: {exc} (set LOGICPIPE_DEBUG=1 for the traceback)")
+        sys.exit(1)
     except KeyboardInterrupt:
         _fail("interrupted; finished records are kept, re-run to resume")
         sys.exit(130)

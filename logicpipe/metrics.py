@@ -23,7 +23,7 @@ def compute_metrics(records: list[EvaluateRecord], config: RunConfig) -> dict:
     return {
         "dataset": config.spec.key,
         "split": config.split,
-        "source": f"replay:{config.programs.name}" if config.programs else "llm",
+        "source": f"replay:{config.programs.name}" if config.programs else f"llm:{config.model}",
         "total": total,
         "executed": len(executed),
         "exe_rate": _percent(len(executed), total),

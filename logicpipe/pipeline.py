@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from .config import RunConfig
@@ -56,108 +57,250 @@ def problems_for(config: RunConfig) -> list[Problem]:
 
 
 def formulate(config: RunConfig, problems: list[Problem], progress: Progress = _quiet) -> StageReport:
+    """One program per problem: replayed from --programs, or written by --model."""
     start = time.monotonic()
-    if config.programs is None:
-        raise UsageError("formulate needs --programs FILE (replay of programs an LLM already wrote)")
+    if config.programs is None and config.model is None:
+        raise UsageError("formulate needs --programs FILE (replay) or --model NAME (an LLM writes the programs)")
     stage = StageFile(config.stage_file("formulate"), FormulateRecord)
     ids = [p.id for p in problems]
     todo = stage.missing(ids)
-    source = f"replay:{config.programs.name}"
-    if todo:
-        programs = load_programs(config.programs)
-        with stage.writer() as out:
-            for count, identifier in enumerate(todo, start=1):
-                text = programs.get(identifier)
-                error = None if text else StageError(
-                    category=ErrorCategory.no_program, message=f"no program for this id in {config.programs.name}")
-                out.write(FormulateRecord(id=identifier, dataset=config.spec.key, program=text, source=source, error=error))
-                progress("formulate", count, len(todo))
+    if todo and config.programs is not None:
+        _replay(config, stage, todo, progress)
+    elif todo:
+        from .llmstages import formulate_with_model
+
+        formulate_with_model(config, problems, stage, todo, progress)
     stage.finish(ids)
     return StageReport("formulate", len(ids), len(todo), time.monotonic() - start)
 
 
+def _replay(config: RunConfig, stage: StageFile, todo: list[str], progress: Progress) -> None:
+    assert config.programs is not None
+    programs = load_programs(config.programs)
+    source = f"replay:{config.programs.name}"
+    with stage.writer() as out:
+        for count, identifier in enumerate(todo, start=1):
+            text = programs.get(identifier)
+            error = None if text else StageError(
+                category=ErrorCategory.no_program, message=f"no program for this id in {config.programs.name}")
+            out.write(FormulateRecord(id=identifier, dataset=config.spec.key, program=text, source=source, error=error))
+            progress("formulate", count, len(todo))
+
+
 def solve(config: RunConfig, problems: list[Problem], progress: Progress = _quiet) -> StageReport:
+    return _solve_stage(config, problems, "formulate", "solve", 0, progress)
+
+
+def _solve_stage(config: RunConfig, problems: list[Problem], source: str, name: str, round_: int,
+                 progress: Progress) -> StageReport:
+    """Run every program of every upstream record; with several samples, vote over the executed ones."""
     start = time.monotonic()
     spec = config.spec
-    inputs = _upstream(config, "formulate", FormulateRecord, problems)
-    stage = StageFile(config.stage_file("solve"), SolveRecord)
+    inputs = _upstream(config, source, FormulateRecord, problems)
+    stage = StageFile(config.stage_file(name), SolveRecord)
     todo = stage.missing(r.id for r in inputs)
-    solver_name = spec.solver
-    solver = get_solver(solver_name)
     timeout = config.timeout or spec.timeout
     by_id = {r.id: r for r in inputs}
+    base = {"dataset": spec.key, "solver": spec.solver, "round": round_}
     done = 0
     with stage.writer() as out:
-        tasks = []
+        tasks: list[Task] = []
+        expected: dict[str, int] = {}
         for identifier in todo:
             record = by_id[identifier]
-            if record.error is not None or not record.program:
+            programs = record.samples or ([record.program] if record.program else [])
+            if record.error is not None or not programs:
                 error = record.error or StageError(category=ErrorCategory.no_program, message="empty program")
-                out.write(SolveRecord(id=identifier, dataset=spec.key, solver=solver_name, error=error))
+                out.write(SolveRecord(id=identifier, error=error, **base))
                 done += 1
-                progress("solve", done, len(todo))
+                progress(name, done, len(todo))
                 continue
-            payload = {"solver": solver_name, "program": record.program,
-                       "limits": {"seconds": timeout, "memory_mb": config.memory_mb}}
-            # The hard bound leaves the solver's own limit room to report a clean timeout first.
-            tasks.append(Task(identifier, payload, timeout * 1.5 + 5))
+            expected[identifier] = len(programs)
+            for index, text in enumerate(programs):
+                payload = {"solver": spec.solver, "program": text,
+                           "limits": {"seconds": timeout, "memory_mb": config.memory_mb}}
+                # The hard bound leaves the solver's own limit room to report a clean timeout first.
+                tasks.append(Task(f"{identifier}\x1f{index}", payload, timeout * 1.5 + 5))
         if tasks:
-            solver.check()
+            get_solver(spec.solver).check()
+            results: dict[str, dict[int, SolveRecord]] = {}
             with WorkerPool("logicpipe.solvers:execute_task", config.workers, config.memory_mb) as pool:
                 for outcome in pool.map(tasks):
-                    out.write(_solve_record(outcome, spec.key, solver_name))
-                    done += 1
-                    progress("solve", done, len(todo))
+                    identifier, index = outcome.key.split("\x1f")
+                    results.setdefault(identifier, {})[int(index)] = _solve_record(outcome, identifier, base)
+                    if len(results[identifier]) == expected[identifier]:
+                        samples = results.pop(identifier)
+                        out.write(_vote([samples[i] for i in range(len(samples))]))
+                        done += 1
+                        progress(name, done, len(todo))
     stage.finish([r.id for r in inputs])
-    return StageReport("solve", len(inputs), len(todo), time.monotonic() - start)
+    return StageReport(name, len(inputs), len(todo), time.monotonic() - start)
 
 
-def _solve_record(outcome, dataset: str, solver: str) -> SolveRecord:
-    base = {"id": outcome.key, "dataset": dataset, "solver": solver, "seconds": round(outcome.seconds, 4)}
+def _vote(samples: list[SolveRecord]) -> SolveRecord:
+    """Self-consistency: the most common verdict among samples that produced one (ties: earliest)."""
+    if len(samples) == 1:
+        return samples[0]
+    verdicts = [s.verdict for s in samples if s.verdict is not None]
+    if not verdicts:
+        chosen = samples[0]
+    else:
+        counts = Counter(verdicts)
+        best = max(counts.values())
+        winner = next(v for v in verdicts if counts[v] == best)
+        chosen = next(s for s in samples if s.verdict == winner)
+    explanation = dict(chosen.explanation or {})
+    explanation["votes"] = [s.verdict or (s.error.category.value if s.error else None) for s in samples]
+    return chosen.model_copy(update={"explanation": explanation,
+                                     "seconds": round(sum(s.seconds for s in samples), 4)})
+
+
+def refine(config: RunConfig, problems: list[Problem], progress: Progress = _quiet) -> list[StageReport]:
+    """Error-driven self-refinement: up to max_rounds rounds, each with its own refine-N and solve-N files."""
+    if not (config.refine_model or config.model) or config.max_rounds == 0:
+        return []
+    from .llmstages import REFINABLE, refine_round
+
+    reports = []
+    for round_ in range(1, config.max_rounds + 1):
+        start = time.monotonic()
+        current = latest_solve(config, problems, before=round_)
+        failing = [r for r in current if r.error is not None and r.error.category in REFINABLE]
+        if not failing:
+            break
+        programs = latest_programs(config, problems, before=round_)
+        refine_round(config, problems, failing, programs, round_, progress)
+        reports.append(StageReport(f"refine-{round_}", len(failing), len(failing), time.monotonic() - start))
+        reports.append(_solve_stage(config, problems, f"refine-{round_}", f"solve-{round_}", round_, progress))
+    return reports
+
+
+def _rounds(config: RunConfig, before: int | None) -> Iterator[int]:
+    round_ = 1
+    while (before is None or round_ < before) and config.stage_file(f"solve-{round_}").exists():
+        yield round_
+        round_ += 1
+
+
+def latest_solve(config: RunConfig, problems: list[Problem], before: int | None = None) -> list[SolveRecord]:
+    """Each problem's solve record from its latest refinement round (a round whose model call failed
+    does not replace the solver's own verdict)."""
+    records = {r.id: r for r in _upstream(config, "solve", SolveRecord, problems)}
+    for round_ in _rounds(config, before):
+        for record in StageFile(config.stage_file(f"solve-{round_}"), SolveRecord).done.values():
+            skipped = record.error is not None and record.error.category in (ErrorCategory.llm, ErrorCategory.no_program)
+            if record.id in records and not skipped:
+                records[record.id] = record
+    return [records[p.id] for p in problems if p.id in records]
+
+
+def latest_programs(config: RunConfig, problems: list[Problem], before: int | None = None) -> dict[str, str]:
+    programs = {r.id: r.program for r in _upstream(config, "formulate", FormulateRecord, problems) if r.program}
+    for round_ in _rounds(config, before):
+        for record in StageFile(config.stage_file(f"refine-{round_}"), FormulateRecord).done.values():
+            if record.program:
+                programs[record.id] = record.program
+    return programs
+
+
+def _solve_record(outcome, identifier: str, base: dict) -> SolveRecord:
+    common = {"id": identifier, "seconds": round(outcome.seconds, 4), **base}
     if outcome.status == "timeout":
-        return SolveRecord(**base, error=StageError(category=ErrorCategory.timeout, message=outcome.message))
+        return SolveRecord(**common, error=StageError(category=ErrorCategory.timeout, message=outcome.message))
     if outcome.status in ("crashed", "error"):
-        return SolveRecord(**base, error=StageError(category=ErrorCategory.execution, message=outcome.message))
+        return SolveRecord(**common, error=StageError(category=ErrorCategory.execution, message=outcome.message))
     value = outcome.value
     if "error" in value:
         category, message = value["error"]
-        return SolveRecord(**base, explanation=value.get("explanation"),
+        return SolveRecord(**common, explanation=value.get("explanation"),
                            error=StageError(category=ErrorCategory(category), message=message))
-    return SolveRecord(**base, verdict=value["verdict"], explanation=value.get("explanation"))
+    return SolveRecord(**common, verdict=value["verdict"], explanation=value.get("explanation"))
 
 
 def interpret(config: RunConfig, problems: list[Problem], progress: Progress = _quiet) -> StageReport:
+    """Map verdicts to option letters; give problems with no executed program the backup answer."""
+    if config.backup == "cot" and not config.model:
+        raise UsageError("--backup cot needs --model (the model answers by chain of thought)")
     by_problem = {p.id: p for p in problems}
-    report, _ = _transform(config, problems, "solve", SolveRecord, "interpret", InterpretRecord,
-                           lambda record: _interpret_one(record, by_problem[record.id], config), progress)
+    cot: dict = {}
+
+    def prepare(todo: list[SolveRecord]) -> None:
+        if config.backup == "cot":
+            from .llmstages import ask
+
+            unexecuted = [by_problem[r.id] for r in todo if not _executed(_answer_error(r, by_problem[r.id], config)[1])]
+            cot.update(ask(config, unexecuted, "cot"))
+
+    report, _ = _transform(config, latest_solve(config, problems), "interpret", InterpretRecord,
+                           lambda record: _interpret_one(record, by_problem[record.id], config, cot), progress,
+                           prepare)
     return report
 
 
-def _interpret_one(record: SolveRecord, problem: Problem, config: RunConfig) -> InterpretRecord:
-    error = record.error
-    predicted = None
-    if error is None:
-        predicted = map_answer(record.verdict, problem.options, config.spec.closed_world)
-        if predicted is None:
-            error = StageError(category=ErrorCategory.no_answer,
-                               message=f"verdict {record.verdict!r} matches no option")
-    executed = error is None or error.category in EXECUTED_CATEGORIES
-    final, backup = predicted, None
-    if not executed and config.backup == "random":
+def _answer_error(record: SolveRecord, problem: Problem, config: RunConfig) -> tuple[str | None, StageError | None]:
+    if record.error is not None:
+        return None, record.error
+    predicted = map_answer(record.verdict, problem.options, config.spec.closed_world)
+    if predicted is None:
+        return None, StageError(category=ErrorCategory.no_answer, message=f"verdict {record.verdict!r} matches no option")
+    return predicted, None
+
+
+def _executed(error: StageError | None) -> bool:
+    return error is None or error.category in EXECUTED_CATEGORIES
+
+
+def _interpret_one(record: SolveRecord, problem: Problem, config: RunConfig, cot: dict) -> InterpretRecord:
+    predicted, error = _answer_error(record, problem, config)
+    executed = _executed(error)
+    final, backup, usage = predicted, None, None
+    if not executed and config.backup == "cot":
+        answer = cot[record.id]
+        final, backup, usage = answer.choice, "cot", answer.usage
+    if not executed and final is None and config.backup in ("random", "cot"):
         letters = sorted(option_letters(problem.options)) or ["A"]
         # Seeded per problem, so the guess does not depend on order, workers or resumption.
-        final, backup = random.Random(f"{config.seed}:{record.id}").choice(letters), "random"
+        final = random.Random(f"{config.seed}:{record.id}").choice(letters)
+        backup = "random" if backup is None else "cot, then random"
     return InterpretRecord(id=record.id, predicted=predicted, executed=executed, final=final,
-                           backup=backup, error=error, round=record.round)
+                           backup=backup, error=error, round=record.round, usage=usage)
 
 
 def evaluate(config: RunConfig, problems: list[Problem], progress: Progress = _quiet) -> tuple[StageReport, dict]:
     gold = {p.id: p.answer for p in problems}
-    report, records = _transform(config, problems, "interpret", InterpretRecord, "evaluate", EvaluateRecord,
+    inputs = _upstream(config, "interpret", InterpretRecord, problems)
+    report, records = _transform(config, inputs, "evaluate", EvaluateRecord,
                                  lambda record: _evaluate_one(record, gold[record.id]), progress)
     metrics = compute_metrics(records, config)
+    metrics.update(_llm_metrics(config, problems, inputs))
     write_json_if_changed(config.stage_dir / "metrics.json", metrics)
     return report, metrics
+
+
+def _llm_metrics(config: RunConfig, problems: list[Problem], interpreted: list[InterpretRecord]) -> dict:
+    """Exe_Rate before refinement and the tokens every model call of this run used (from the records,
+    so the figures are the same however often the run was resumed)."""
+    extra: dict = {}
+    rounds = list(_rounds(config, None))
+    if rounds:
+        first = _upstream(config, "solve", SolveRecord, problems)
+        executed = sum(_executed(r.error) for r in first)
+        extra["exe_rate_before_refinement"] = round(100.0 * executed / len(first), 2) if first else 0.0
+        extra["refinement_rounds"] = len(rounds)
+    formulated = config.stage_file("formulate")
+    usages = [r.usage for r in StageFile(formulated, FormulateRecord).done.values() if r.usage]
+    for round_ in rounds:
+        usages += [r.usage for r in StageFile(config.stage_file(f"refine-{round_}"), FormulateRecord).done.values()
+                   if r.usage]
+    usages += [r.usage for r in interpreted if r.usage]
+    if usages:
+        tokens = {key: sum(getattr(u, key) for u in usages)
+                  for key in ("prompt_tokens", "completion_tokens", "calls", "cached_calls")}
+        extra["tokens"] = tokens
+        if config.price_prompt is not None or config.price_completion is not None:
+            extra["cost"] = round((tokens["prompt_tokens"] * (config.price_prompt or 0)
+                                   + tokens["completion_tokens"] * (config.price_completion or 0)) / 1e6, 6)
+    return extra
 
 
 def _evaluate_one(record: InterpretRecord, answer: str | None) -> EvaluateRecord:
@@ -168,13 +311,14 @@ def _evaluate_one(record: InterpretRecord, answer: str | None) -> EvaluateRecord
         correct=record.final is not None and record.final == answer)
 
 
-def _transform(config: RunConfig, problems: list[Problem], source: str, source_model, name: str, model,
-               make: Callable, progress: Progress) -> tuple[StageReport, list]:
+def _transform(config: RunConfig, inputs: list, name: str, model, make: Callable, progress: Progress,
+               prepare: Callable[[list], None] | None = None) -> tuple[StageReport, list]:
     """A stage that turns each upstream record into one record of its own, resuming what is done."""
     start = time.monotonic()
-    inputs = _upstream(config, source, source_model, problems)
     stage = StageFile(config.stage_file(name), model)
     todo = set(stage.missing(r.id for r in inputs))
+    if prepare is not None:
+        prepare([r for r in inputs if r.id in todo])
     with stage.writer() as out:
         count = 0
         for record in inputs:
@@ -198,8 +342,37 @@ def _upstream(config: RunConfig, stage: str, model, problems: list[Problem]):
 
 def run(config: RunConfig, progress: Progress = _quiet) -> RunReport:
     problems = problems_for(config)
-    reports = [formulate(config, problems, progress), solve(config, problems, progress),
-               interpret(config, problems, progress)]
+    reports = [formulate(config, problems, progress), solve(config, problems, progress)]
+    reports += refine(config, problems, progress)
+    reports.append(interpret(config, problems, progress))
     final, metrics = evaluate(config, problems, progress)
     reports.append(final)
     return RunReport(metrics=metrics, stages=reports)
+
+
+def baseline(config: RunConfig, mode: str, progress: Progress = _quiet) -> RunReport:
+    """The paper's Standard or CoT row: the model answers directly, scored by the same evaluator.
+    Files go to OUT/baseline-MODE/<dataset>/ (interpret.jsonl holds the answers)."""
+    if mode not in ("standard", "cot"):
+        raise UsageError(f"unknown baseline mode '{mode}'; choose standard or cot")
+    if not config.model:
+        raise UsageError("baselines need --model")
+    config = config.model_copy(update={"out": config.out / f"baseline-{mode}", "backup": "none", "programs": None})
+    problems = problems_for(config)
+    start = time.monotonic()
+    stage = StageFile(config.stage_file("interpret"), InterpretRecord)
+    todo = [p for p in problems if p.id not in stage.done]
+    if todo:
+        from .llmstages import ask
+
+        answers = ask(config, todo, mode)
+        with stage.writer() as out:
+            for count, problem in enumerate(todo, start=1):
+                answer = answers[problem.id]
+                out.write(InterpretRecord(id=problem.id, predicted=answer.choice, executed=answer.choice is not None,
+                                          final=answer.choice, error=answer.error, usage=answer.usage))
+                progress(mode, count, len(todo))
+    stage.finish([p.id for p in problems])
+    answered = StageReport(mode, len(problems), len(todo), time.monotonic() - start)
+    report, metrics = evaluate(config, problems, progress)
+    return RunReport(metrics=metrics, stages=[answered, report])

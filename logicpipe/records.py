@@ -59,6 +59,7 @@ class FormulateRecord(Record):
     source: str
     samples: list[str] = Field(default_factory=list)
     usage: Usage | None = None
+    round: int = 0
 
 
 class SolveRecord(Record):
@@ -72,6 +73,7 @@ class SolveRecord(Record):
 
 class InterpretRecord(Record):
     predicted: str | None = None
+    usage: Usage | None = None
     executed: bool
     final: str | None = None
     backup: str | None = None

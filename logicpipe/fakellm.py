@@ -1,0 +1,151 @@
+"""A real OpenAI-compatible HTTP server on 127.0.0.1 with scripted replies and injectable faults.
+
+Tests and benchmarks run the real `openai` client against it: no network, no mock of Python code.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections import defaultdict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+
+@dataclass
+class Fault:
+    """What the next request gets instead of a normal reply."""
+
+    status: int | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    delay: float = 0.0
+    malformed: bool = False
+
+
+class FakeOpenAI:
+    def __init__(self, reply: Callable[[dict], str], latency: float = 0.0):
+        self.reply = reply
+        self.latency = latency
+        self.requests: list[dict] = []
+        self._faults: deque[Fault] = deque()
+        self._lock = threading.Lock()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def inject(self, *faults: Fault) -> None:
+        with self._lock:
+            self._faults.extend(faults)
+
+    def __enter__(self) -> FakeOpenAI:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def _next(self, body: dict) -> Fault | None:
+        with self._lock:
+            self.requests.append(body)
+            return self._faults.popleft() if self._faults else None
+
+    def _handler(self):
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: object) -> None:
+                return None
+
+            def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                for key, value in (headers or {}).items():
+                    self.send_header(key, value)
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                length = int(self.headers.get("Content-Length", 0))
+                body = json.loads(self.rfile.read(length) or b"{}")
+                if not self.path.endswith("/chat/completions"):
+                    self._send(404, b'{"error": {"message": "not found"}}')
+                    return
+                fault = fake._next(body)
+                if fault and fault.delay:
+                    time.sleep(fault.delay)
+                if fault and fault.status:
+                    error = {"error": {"message": f"injected {fault.status}", "type": "injected"}}
+                    self._send(fault.status, json.dumps(error).encode(), fault.headers)
+                    return
+                if fault and fault.malformed:
+                    self._send(200, b'{"id": "x", "choices": [{"message": ')
+                    return
+                time.sleep(fake.latency)
+                text = fake.reply(body)
+                prompt = sum(len(m.get("content", "")) for m in body.get("messages", [])) // 4
+                payload = {
+                    "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+                    "model": body.get("model", "fake"),
+                    "choices": [{"index": 0, "finish_reason": "stop",
+                                 "message": {"role": "assistant", "content": text}}],
+                    "usage": {"prompt_tokens": prompt, "completion_tokens": len(text) // 4,
+                              "total_tokens": prompt + len(text) // 4},
+                }
+                self._send(200, json.dumps(payload).encode())
+
+        return Handler
+
+
+class ScriptedReplies:
+    """Replies for logicpipe's prompts: the released program of the problem named in the prompt, a
+    scripted repair for refinement requests, and a given option letter for Standard/CoT questions.
+    A problem may have several programs, served in turn (samples differ, as at temperature > 0)."""
+
+    def __init__(self, programs: dict[tuple[str, str], list[str]], answers: dict[tuple[str, str], str] | None = None,
+                 repairs: dict[str, str] | None = None):
+        self.programs = programs  # (context, question) -> programs, served in rotation
+        self.answers = answers or {}  # (context, question) -> option letter
+        self.repairs = repairs or {}  # text in the broken program -> repaired program
+        self._served: dict[str, int] = defaultdict(int)
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_logic_lm(cls, programs_file: Path, **kwargs) -> ScriptedReplies:
+        records = json.loads(programs_file.read_text())
+        programs = {(r["context"], r["question"]): [r["raw_logic_programs"][0]]
+                    for r in records if r.get("raw_logic_programs")}
+        answers = {(r["context"], r["question"]): r["answer"] for r in records}
+        return cls(programs, answers=answers, **kwargs)
+
+    def _problem(self, user: str) -> tuple[str, str] | None:
+        return next((key for key in list(self.programs) + list(self.answers)
+                     if key[0] in user and key[1] in user), None)
+
+    def __call__(self, body: dict) -> str:
+        messages = body["messages"]
+        system, user = messages[0]["content"], messages[-1]["content"]
+        if system.startswith("You repair"):
+            for marker, repaired in self.repairs.items():
+                if marker in user:
+                    return f"Here is the fix.\n```\n{repaired}\n```"
+            return "I cannot repair this program."
+        problem = self._problem(user)
+        if "correct option is" in system:
+            letter = self.answers.get(problem, "A") if problem else "A"
+            return f"Step by step, the constraints settle it.\nThe correct option is: {letter}"
+        if problem is None or problem not in self.programs:
+            return "I cannot translate this problem."
+        with self._lock:
+            turn = self._served[problem]
+            self._served[problem] += 1
+        options = self.programs[problem]
+        return options[turn % len(options)]
