@@ -61,6 +61,9 @@ class FakeOpenAI:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
+            disable_nagle_algorithm = True  # headers and body go out in two writes
+
             def log_message(self, *args: object) -> None:
                 return None
 

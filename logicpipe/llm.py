@@ -88,6 +88,8 @@ class _Cache:
         path.parent.mkdir(parents=True, exist_ok=True)
         self._db = sqlite3.connect(path, timeout=30)
         self._db.execute("PRAGMA journal_mode=WAL")
+        # A reply lost to a power cut is only asked again; fsync per reply would stall the event loop.
+        self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.execute("CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         self._db.commit()
 
