@@ -23,13 +23,15 @@ lint: setup
 
 check: lint test
 
+# MODEL=gpt-4 (with OPENAI_API_KEY, or BASE_URL for a local server) adds Table 2's Standard and CoT rows.
 reproduce: setup
-	$(BIN)/logicpipe reproduce --out $(RESULTS) --workers $(WORKERS)
+	$(BIN)/logicpipe reproduce --out $(RESULTS) --workers $(WORKERS) $(if $(MODEL),--model $(MODEL)) $(if $(BASE_URL),--base-url $(BASE_URL))
 
 table3 table2: reproduce
 
 benchmark: setup
 	$(PY) scripts/benchmark.py
+	$(PY) scripts/benchmark_llm.py
 
 clean:
 	rm -rf $(RESULTS)/replay $(RESULTS)/table* $(RESULTS)/accuracy.png

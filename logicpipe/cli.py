@@ -155,13 +155,20 @@ def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out
 
 @app.command()
 def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="where tables, chart and runs go"),
-              data_dir: Optional[Path] = typer.Option(None, "--data-dir"), workers: int = typer.Option(2, "--workers", "-w")) -> None:
+              data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
+              workers: int = typer.Option(2, "--workers", "-w"),
+              limit: Optional[int] = typer.Option(None, "--limit", "-n", help="only the first N problems per file"),
+              model: Optional[str] = typer.Option(None, "--model", "-m", help="also run the Standard and CoT baselines"),
+              base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL"),
+              max_concurrency: int = typer.Option(8, "--max-concurrency")) -> None:
     """Replay every released Logic-LM program file; write table3/table2 (.md, .csv, .json) and accuracy.png."""
     from .reproduce import reproduce as reproduce_all
 
+    # The dataset is replaced per baseline run; RunConfig's defaults are the run options' defaults.
+    llm = RunConfig(dataset="folio", model=model, base_url=base_url, max_concurrency=max_concurrency) if model else None
     bar, update = _progress()
     with bar:
-        result = reproduce_all(out, data_dir, workers, update)
+        result = reproduce_all(out, data_dir, workers, update, llm=llm, limit=limit)
     console.print((out / "table3.md").read_text(), markup=False, highlight=False)
     console.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "
                   f"tables and chart in {out}")

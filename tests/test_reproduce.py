@@ -22,3 +22,21 @@ def test_gpt4_replay_does_not_regress_and_tables_are_written(data_dir, tmp_path)
     assert "| folio | gpt-4 |" in (tmp_path / "table3.md").read_text()
     assert (tmp_path / "table2.csv").read_text().count("not run") >= 10
     assert (tmp_path / "accuracy.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_table2_baselines_come_from_a_configured_model(data_dir, tmp_path):
+    from logicpipe.config import RunConfig
+    from logicpipe.fakellm import FakeOpenAI, ScriptedReplies
+
+    answers = {}
+    for name in ("FOLIO", "LogicalDeduction", "ProntoQA", "ProofWriter", "AR-LSAT"):
+        for problem in json.loads((data_dir / "data" / name / "dev.json").read_text())[:4]:
+            answers[(problem["context"], problem["question"])] = problem["answer"]
+    with FakeOpenAI(ScriptedReplies({}, answers=answers)) as fake:
+        llm = RunConfig(dataset="folio", model="gpt-4", base_url=fake.url, max_concurrency=4)
+        result = reproduce(tmp_path, data_dir, workers=2, models=("gpt-4",), llm=llm, limit=4)
+        assert len(fake.requests) == 5 * 2 * 4
+    assert set(result["baselines"].values()) == {100.0}
+    table = {r["dataset"]: r for r in json.loads((tmp_path / "table2.json").read_text())}
+    assert table["folio"]["standard"] == 100.0 and table["folio"]["paper_standard"] == 69.11
+    assert table["folio"]["diff_cot"] == round(100.0 - 70.58, 2)
