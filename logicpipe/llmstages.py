@@ -68,8 +68,9 @@ def formulate_with_model(config: RunConfig, problems: list[Problem], stage: Stag
 
 
 def refine_round(config: RunConfig, problems: list[Problem], failing: list[SolveRecord],
-                 programs: dict[str, str], round_: int, progress: Progress) -> None:
-    """Send each failing program with the solver's exact error back to the model, once."""
+                 programs: dict[str, str], round_: int, progress: Progress) -> int:
+    """Send each failing program with the solver's exact error back to the model, once; return how
+    many requests this call made (the rest were done by an earlier, interrupted run)."""
     model = config.refine_model or config.model
     assert model is not None
     name = f"refine-{round_}"
@@ -103,6 +104,7 @@ def refine_round(config: RunConfig, problems: list[Problem], failing: list[Solve
             finally:
                 client.close()
     stage.finish([r.id for r in failing])
+    return len(todo)
 
 
 @dataclass

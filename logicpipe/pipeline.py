@@ -169,8 +169,8 @@ def refine(config: RunConfig, problems: list[Problem], progress: Progress = _qui
         if not failing:
             break
         programs = latest_programs(config, problems, before=round_)
-        refine_round(config, problems, failing, programs, round_, progress)
-        reports.append(StageReport(f"refine-{round_}", len(failing), len(failing), time.monotonic() - start))
+        new = refine_round(config, problems, failing, programs, round_, progress)
+        reports.append(StageReport(f"refine-{round_}", len(failing), new, time.monotonic() - start))
         reports.append(_solve_stage(config, problems, f"refine-{round_}", f"solve-{round_}", round_, progress))
     return reports
 
