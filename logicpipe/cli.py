@@ -25,7 +25,7 @@ from .errors import LogicPipeError, PrerequisiteError
 from .report import render_explanation, render_summary
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Logic-LM style batch reasoning: formulate -> solve -> interpret -> evaluate.")
+                  help="Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate.")
 console = Console(stderr=True)
 
 
