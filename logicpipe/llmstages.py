@@ -20,8 +20,14 @@ Progress = Callable[[str, int, int], None]
 REFINABLE = {ErrorCategory.parse, ErrorCategory.execution, ErrorCategory.timeout}
 
 
-def client_for(config: RunConfig, model: str) -> LLMClient:
-    return LLMClient(config.llm_settings(model))
+def send(config: RunConfig, model: str, requests: list[Request],
+         arrived: Callable[[Request, Completion | LLMError], None]) -> None:
+    """Send the requests through one client for `model`, calling `arrived` as each reply ends."""
+    client = LLMClient(config.llm_settings(model))
+    try:
+        client.run(requests, arrived)
+    finally:
+        client.close()
 
 
 def _usage(results: list[Completion | LLMError]) -> Usage:
@@ -41,7 +47,6 @@ def formulate_with_model(config: RunConfig, problems: list[Problem], stage: Stag
                         config.temperature, config.max_tokens, sample=i)
                 for pid in todo for i in range(samples)]
     pending: dict[str, dict[int, Completion | LLMError]] = {pid: {} for pid in todo}
-    client = client_for(config, config.model)
     written = 0
     with stage.writer() as out:
         def arrived(request: Request, result: Completion | LLMError) -> None:
@@ -61,10 +66,7 @@ def formulate_with_model(config: RunConfig, problems: list[Problem], stage: Stag
             written += 1
             progress("formulate", written, len(todo))
 
-        try:
-            client.run(requests, arrived)
-        finally:
-            client.close()
+        send(config, config.model, requests, arrived)
 
 
 def refine_round(config: RunConfig, problems: list[Problem], failing: list[SolveRecord],
@@ -86,7 +88,6 @@ def refine_round(config: RunConfig, problems: list[Problem], failing: list[Solve
             requests.append(Request(record.id, render("refine", program=programs[record.id],
                                                       error=record.error.message, guide=hints, **fields),
                                     0.0, config.max_tokens))
-        client = client_for(config, model)
         written = 0
         with stage.writer() as out:
             def arrived(request: Request, result: Completion | LLMError) -> None:
@@ -99,10 +100,7 @@ def refine_round(config: RunConfig, problems: list[Problem], failing: list[Solve
                 written += 1
                 progress(name, written, len(todo))
 
-            try:
-                client.run(requests, arrived)
-            finally:
-                client.close()
+            send(config, model, requests, arrived)
     stage.finish([r.id for r in failing])
     return len(todo)
 
@@ -132,10 +130,6 @@ def ask(config: RunConfig, problems: list[Problem], prompt: str) -> dict[str, An
                                                message="the reply names no option letter")
         answers[request.key] = Answer(choice, _usage([result]), error)
 
-    client = client_for(config, config.model)
-    try:
-        client.run([Request(p.id, render(prompt, **problem_fields(p)), config.temperature, config.max_tokens)
-                    for p in problems], arrived)
-    finally:
-        client.close()
+    send(config, config.model, [Request(p.id, render(prompt, **problem_fields(p)), config.temperature,
+                                        config.max_tokens) for p in problems], arrived)
     return answers
