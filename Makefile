@@ -20,6 +20,7 @@ test-all: setup
 
 lint: setup
 	$(BIN)/ruff check logicpipe tests scripts
+	$(BIN)/mypy
 
 check: lint test
 

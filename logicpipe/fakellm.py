@@ -79,6 +79,9 @@ class FakeOpenAI:
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
+                # Reply functions route on what the request is for, never on prompt wording.
+                body["_logicpipe"] = {"purpose": self.headers.get("X-Logicpipe-Purpose", ""),
+                                      "problem": self.headers.get("X-Logicpipe-Problem", "")}
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, b'{"error": {"message": "not found"}}')
                     return
@@ -109,14 +112,15 @@ class FakeOpenAI:
 
 
 class ScriptedReplies:
-    """Replies for logicpipe's prompts: the released program of the problem named in the prompt, a
-    scripted repair for refinement requests, and a given option letter for Standard/CoT questions.
-    A problem may have several programs, served in turn (samples differ, as at temperature > 0)."""
+    """Replies for logicpipe's requests, routed on the request's purpose and problem id (the
+    X-Logicpipe-* headers): the problem's program for formulate, a scripted repair for refine, and a
+    given option letter for the Standard and CoT questions. A problem may have several programs,
+    served in turn (samples differ, as at temperature > 0)."""
 
-    def __init__(self, programs: dict[tuple[str, str], list[str]], answers: dict[tuple[str, str], str] | None = None,
+    def __init__(self, programs: dict[str, list[str]], answers: dict[str, str] | None = None,
                  repairs: dict[str, str] | None = None):
-        self.programs = programs  # (context, question) -> programs, served in rotation
-        self.answers = answers or {}  # (context, question) -> option letter
+        self.programs = programs  # problem id -> programs, served in rotation
+        self.answers = answers or {}  # problem id -> option letter
         self.repairs = repairs or {}  # text in the broken program -> repaired program
         self._served: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
@@ -124,28 +128,23 @@ class ScriptedReplies:
     @classmethod
     def from_logic_lm(cls, programs_file: Path, **kwargs) -> ScriptedReplies:
         records = json.loads(programs_file.read_text())
-        programs = {(r["context"], r["question"]): [r["raw_logic_programs"][0]]
-                    for r in records if r.get("raw_logic_programs")}
-        answers = {(r["context"], r["question"]): r["answer"] for r in records}
+        programs = {r["id"]: [r["raw_logic_programs"][0]] for r in records if r.get("raw_logic_programs")}
+        answers = {r["id"]: r["answer"] for r in records}
         return cls(programs, answers=answers, **kwargs)
 
-    def _problem(self, user: str) -> tuple[str, str] | None:
-        return next((key for key in list(self.programs) + list(self.answers)
-                     if key[0] in user and key[1] in user), None)
-
     def __call__(self, body: dict) -> str:
-        messages = body["messages"]
-        system, user = messages[0]["content"], messages[-1]["content"]
-        if system.startswith("You repair"):
+        meta = body.get("_logicpipe", {})
+        purpose, problem = meta.get("purpose", ""), meta.get("problem", "")
+        if purpose == "refine":
+            user = body["messages"][-1]["content"]
             for marker, repaired in self.repairs.items():
                 if marker in user:
                     return f"Here is the fix.\n```\n{repaired}\n```"
             return "I cannot repair this program."
-        problem = self._problem(user)
-        if "correct option is" in system:
-            letter = self.answers.get(problem, "A") if problem else "A"
+        if purpose in ("standard", "cot"):
+            letter = self.answers.get(problem, "A")
             return f"Step by step, the constraints settle it.\nThe correct option is: {letter}"
-        if problem is None or problem not in self.programs:
+        if purpose != "formulate" or problem not in self.programs:
             return "I cannot translate this problem."
         with self._lock:
             turn = self._served[problem]

@@ -51,6 +51,10 @@ class Request:
     temperature: float = 0.0
     max_tokens: int = 2048
     sample: int = 0
+    # What the request is for (formulate, refine, cot, ...) and which problem it serves. Sent as
+    # X-Logicpipe-* headers, which real servers ignore, so local test servers can route on them.
+    purpose: str = ""
+    problem: str = ""
 
 
 @dataclass
@@ -75,6 +79,10 @@ def request_body(model: str, request: Request) -> dict[str, Any]:
     """The chat-completions body for a request (pure, so tests can check what is sent)."""
     return {"model": model, "messages": request.messages, "temperature": request.temperature,
             "max_tokens": request.max_tokens}
+
+
+def request_headers(request: Request) -> dict[str, str]:
+    return {"X-Logicpipe-Purpose": request.purpose, "X-Logicpipe-Problem": request.problem}
 
 
 def cache_key(model: str, base_url: str, request: Request) -> str:
@@ -173,7 +181,8 @@ class LLMClient:
             retry_after = None
             try:
                 self.totals.requests_sent += 1
-                response = await client.chat.completions.create(**request_body(self.settings.model, request))
+                response = await client.chat.completions.create(**request_body(self.settings.model, request),
+                                                                extra_headers=request_headers(request))
                 text = response.choices[0].message.content
                 if not isinstance(text, str):
                     raise ValueError("the reply has no message content")

@@ -44,7 +44,7 @@ def formulate_with_model(config: RunConfig, problems: list[Problem], stage: Stag
     by_id = {p.id: p for p in problems}
     samples = config.num_samples
     requests = [Request(f"{pid}\x1f{i}", render(config.spec.key, **problem_fields(by_id[pid])),
-                        config.temperature, config.max_tokens, sample=i)
+                        config.temperature, config.max_tokens, sample=i, purpose="formulate", problem=pid)
                 for pid in todo for i in range(samples)]
     pending: dict[str, dict[int, Completion | LLMError]] = {pid: {} for pid in todo}
     written = 0
@@ -87,7 +87,7 @@ def refine_round(config: RunConfig, problems: list[Problem], failing: list[Solve
             fields = problem_fields(by_id[record.id])
             requests.append(Request(record.id, render("refine", program=programs[record.id],
                                                       error=record.error.message, guide=hints, **fields),
-                                    0.0, config.max_tokens))
+                                    0.0, config.max_tokens, purpose="refine", problem=record.id))
         written = 0
         with stage.writer() as out:
             def arrived(request: Request, result: Completion | LLMError) -> None:
@@ -131,5 +131,6 @@ def ask(config: RunConfig, problems: list[Problem], prompt: str) -> dict[str, An
         answers[request.key] = Answer(choice, _usage([result]), error)
 
     send(config, config.model, [Request(p.id, render(prompt, **problem_fields(p)), config.temperature,
-                                        config.max_tokens) for p in problems], arrived)
+                                        config.max_tokens, purpose=prompt, problem=p.id) for p in problems],
+         arrived)
     return answers

@@ -76,12 +76,12 @@ def test_refinement_turns_a_broken_program_into_an_executed_one(dataset, data_di
     lines = good["raw_logic_programs"][0].splitlines()
     broken = "\n".join(lines[:-1] + ["@@@ broken line", lines[-1]])
     replies = ScriptedReplies.from_logic_lm(programs_file, repairs={"@@@ broken line": good["raw_logic_programs"][0]})
-    replies.programs[(good["context"], good["question"])] = [broken]
+    replies.programs[good["id"]] = [broken]
     position = [r["id"] for r in source].index(good["id"]) + 1
     with FakeOpenAI(replies) as fake:
         done = llm_run(fake, data_dir, tmp_path, dataset, "--limit", str(position), "--backup", "none")
         assert done.returncode == 0, done.stderr
-        refine_requests = [r for r in fake.requests if r["messages"][0]["content"].startswith("You repair")
+        refine_requests = [r for r in fake.requests if r["_logicpipe"]["purpose"] == "refine"
                            and "@@@ broken line" in r["messages"][1]["content"]]
     assert len(refine_requests) == 1
     sent = refine_requests[0]["messages"][1]["content"]
@@ -101,8 +101,8 @@ def test_refinement_turns_a_broken_program_into_an_executed_one(dataset, data_di
 
 def test_cot_backup_answers_what_did_not_execute(data_dir, tmp_path):
     source = json.loads((data_dir / "programs" / FILES["logicaldeduction"]).read_text())[:3]
-    programs = {(r["context"], r["question"]): [r["raw_logic_programs"][0]] for r in source[1:]}
-    replies = ScriptedReplies(programs, answers={(source[0]["context"], source[0]["question"]): source[0]["answer"]})
+    programs = {r["id"]: [r["raw_logic_programs"][0]] for r in source[1:]}
+    replies = ScriptedReplies(programs, answers={source[0]["id"]: source[0]["answer"]})
     with FakeOpenAI(replies) as fake:
         done = llm_run(fake, data_dir, tmp_path, "logicaldeduction", "--limit", "3", "--backup", "cot",
                        "--max-rounds", "0")
@@ -117,7 +117,7 @@ def test_cot_backup_answers_what_did_not_execute(data_dir, tmp_path):
 
 def test_self_consistency_votes_over_executed_samples(data_dir, tmp_path):
     source = json.loads((data_dir / "programs" / FILES["logicaldeduction"]).read_text())[:2]
-    good = {(r["context"], r["question"]): r["raw_logic_programs"][0] for r in source}
+    good = {r["id"]: r["raw_logic_programs"][0] for r in source}
     # Three samples per problem: two agree, one fails to parse.
     replies = ScriptedReplies({c: [p, "Variables:\nnonsense", p] for c, p in good.items()})
     with FakeOpenAI(replies) as fake:

@@ -31,7 +31,7 @@ def test_table2_baselines_come_from_a_configured_model(data_dir, tmp_path):
     answers = {}
     for name in ("FOLIO", "LogicalDeduction", "ProntoQA", "ProofWriter", "AR-LSAT"):
         for problem in json.loads((data_dir / "data" / name / "dev.json").read_text())[:4]:
-            answers[(problem["context"], problem["question"])] = problem["answer"]
+            answers[problem["id"]] = problem["answer"]
     with FakeOpenAI(ScriptedReplies({}, answers=answers)) as fake:
         llm = RunConfig(dataset="folio", model="gpt-4", base_url=fake.url, max_concurrency=4)
         result = reproduce(tmp_path, data_dir, workers=2, models=("gpt-4",), llm=llm, limit=4)

@@ -49,7 +49,7 @@ def execute_task(payload: dict[str, Any]) -> dict[str, Any]:
     except RecursionError:
         return {"error": ("parse", "program nests too deeply to parse")}
     try:
-        result = solver.execute(program, limits, payload.get("context", {}))
+        result = solver.execute(program, limits)
     except SolverTimeout as exc:
         return {"error": ("timeout", str(exc))}
     except ProgramExecutionError as exc:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 
@@ -21,7 +21,6 @@ class SolverResult:
     verdict: str | None
     explanation: dict[str, Any] | None = None
     no_answer: str | None = None
-    details: dict[str, Any] = field(default_factory=dict)
 
 
 class Solver(Protocol):
@@ -34,7 +33,7 @@ class Solver(Protocol):
     def parse(self, text: str) -> Any:
         """Parse program text into a typed program; raise ProgramParseError with line and reason."""
 
-    def execute(self, program: Any, limits: Limits, context: dict[str, Any]) -> SolverResult:
+    def execute(self, program: Any, limits: Limits) -> SolverResult:
         """Run a parsed program within the limits; raise ProgramExecutionError or SolverTimeout."""
 
 

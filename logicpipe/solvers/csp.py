@@ -159,7 +159,7 @@ class CSPSolver:
             raise ProgramParseError("the Query section has no options")
         return program
 
-    def execute(self, program: CSPProgram, limits: Limits, context: dict[str, Any]) -> SolverResult:
+    def execute(self, program: CSPProgram, limits: Limits) -> SolverResult:
         from constraint import AllDifferentConstraint, FunctionConstraint, Problem
 
         problem = Problem()

@@ -97,7 +97,7 @@ class FOLSolver:
             raise ProgramParseError("missing 'Premises:' section or premises")
         return program
 
-    def execute(self, program: FOLProgram, limits: Limits, context: dict[str, Any]) -> SolverResult:
+    def execute(self, program: FOLProgram, limits: Limits) -> SolverResult:
         assert program.conclusion is not None
         names = _Names()
         premises = [to_prover9(formula, names) for formula, _ in program.premises]

@@ -113,7 +113,7 @@ class LPSolver:
             raise ProgramParseError("the program has no facts")
         return program
 
-    def execute(self, program: LPProgram, limits: Limits, context: dict[str, Any]) -> SolverResult:
+    def execute(self, program: LPProgram, limits: Limits) -> SolverResult:
         table = _Symbols()
         prolog = _to_prolog(program, table)
         with tempfile.TemporaryDirectory(prefix="logicpipe-lp-") as tmp:

@@ -109,7 +109,7 @@ class SMTSolver:
             raise ProgramParseError("missing '# Options' section or options")
         return program
 
-    def execute(self, program: SMTProgram, limits: Limits, context: dict[str, Any]) -> SolverResult:
+    def execute(self, program: SMTProgram, limits: Limits) -> SolverResult:
         import z3
 
         try:
