@@ -1,21 +1,23 @@
 """logicpipe: LLM formulates, a symbolic solver executes, errors drive refinement, answers are scored."""
 
-from .config import RunConfig
-from .datasets import all_datasets, get_dataset, load_problems
-from .errors import (
+__version__ = "0.2.0"
+
+from .data import all_datasets, get_dataset, load_problems  # noqa: E402
+from .errors import (  # noqa: E402
     DataError,
+    LLMError,
     LogicPipeError,
     PrerequisiteError,
     ProgramExecutionError,
     ProgramParseError,
+    RunStopped,
     UsageError,
 )
-from .pipeline import evaluate, formulate, interpret, run, solve
-from .solvers import get_solver
+from .solvers import get_solver  # noqa: E402
+from .stages import RunConfig, RunReport, baseline, run, run_stages  # noqa: E402
 
 __all__ = [
-    "DataError", "LogicPipeError", "PrerequisiteError", "ProgramExecutionError", "ProgramParseError",
-    "RunConfig", "UsageError", "all_datasets", "evaluate", "formulate", "get_dataset", "get_solver",
-    "interpret", "load_problems", "run", "solve",
+    "DataError", "LLMError", "LogicPipeError", "PrerequisiteError", "ProgramExecutionError", "ProgramParseError",
+    "RunConfig", "RunReport", "RunStopped", "UsageError", "all_datasets", "baseline", "get_dataset",
+    "get_solver", "load_problems", "run", "run_stages",
 ]
-__version__ = "0.1.0"

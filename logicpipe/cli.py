@@ -10,19 +10,16 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-
-try:  # recent typer vendors its own click
-    from typer._click.exceptions import UsageError as ClickUsageError
-except ImportError:  # pragma: no cover - older typer uses click itself
-    from click import UsageError as ClickUsageError
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from typer._click.exceptions import UsageError as ClickUsageError
 
-from . import pipeline
-from .config import RunConfig
-from .errors import LogicPipeError, PrerequisiteError
-from .report import render_explanation, render_summary
+from .errors import LogicPipeError, PrerequisiteError, RunStopped
+from .report.render import render_explanation, render_summary
+from .stages import PIPELINE, RunConfig, run_stages
+from .stages import Progress as StageProgress
+from .stages import baseline as run_baseline
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate.")
@@ -54,13 +51,17 @@ def _options(
     price_prompt: Optional[float] = typer.Option(None, "--price-prompt", help="price per million prompt tokens"),
     price_completion: Optional[float] = typer.Option(None, "--price-completion", help="price per million completion tokens"),
     llm_cache: Optional[Path] = typer.Option(None, "--llm-cache", help="SQLite cache of model replies"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="discard what an earlier run wrote in OUT/<dataset>/ and start afresh"),
+    max_errors: str = typer.Option("10%", "--max-errors", help="model errors a run tolerates before it stops: a count or a percentage of the problems"),
+    prompts: Optional[Path] = typer.Option(None, "--prompts", help="folder of prompt templates that replace the shipped ones of the same name"),
 ) -> RunConfig:
     try:
         return RunConfig(**{k: v for k, v in locals().items()})
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(map(str, first["loc"])).replace("_", "-")
-        raise LogicPipeError(f"invalid option{' --' + where if where else ''}: {first['msg']}") from None
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise LogicPipeError(f"invalid option{' --' + where if where else ''}: {message}") from None
 
 
 def _command(name: str, extra: list[inspect.Parameter] | None = None):
@@ -81,10 +82,10 @@ def _command(name: str, extra: list[inspect.Parameter] | None = None):
     return register
 
 
-def _progress() -> tuple[Progress, pipeline.Progress]:
+def _progress() -> tuple[Progress, StageProgress]:
     bar = Progress(TextColumn("[bold]{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), console=console, transient=False, disable=not console.is_terminal)
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
 
     def update(stage: str, done: int, total: int) -> None:
         if stage not in tasks:
@@ -94,39 +95,38 @@ def _progress() -> tuple[Progress, pipeline.Progress]:
     return bar, update
 
 
-def _stage(name: str, config: RunConfig) -> None:
-    problems = pipeline.problems_for(config)
+def _report(stages: list[str], config: RunConfig) -> None:
     bar, update = _progress()
     with bar:
-        result = getattr(pipeline, name)(config, problems, update)
-    if name == "evaluate":
-        report, metrics = result
-        render_summary(console, metrics, [report])
+        report = run_stages(config, stages, update)
+    for stage in report.stages:
+        if stage.note:
+            console.print(stage.note)
+    if report.metrics:
+        render_summary(console, report.metrics, report.stages)
+        console.print(f"metrics: {config.stage_dir / 'metrics.json'}")
         return
-    for report in result if isinstance(result, list) else [result]:
-        console.print(f"{report.name}: {report.total} records ({report.new} new) in {report.seconds:.1f}s")
+    for stage in report.stages:
+        console.print(f"{stage.name}: {stage.total} records ({stage.new} new) in {stage.seconds:.1f}s")
 
 
-for _name, _doc in [("formulate", "Write one program per problem (replayed with --programs, or by --model)."),
-                    ("solve", "Parse and execute each program with the dataset's solver."),
-                    ("refine", "Send failed programs and the solver's error back to the model, up to --max-rounds."),
-                    ("interpret", "Map solver verdicts to option letters; back up what did not execute."),
-                    ("evaluate", "Score against gold answers; write evaluate.jsonl and metrics.json.")]:
+_DOCS = {"formulate": "Write one program per problem (replayed with --programs, or by --model).",
+         "solve": "Parse and execute each program with the dataset's solver.",
+         "refine": "Send failed programs and the solver's error back to the model, up to --max-rounds.",
+         "interpret": "Map solver verdicts to option letters; back up what did not execute.",
+         "evaluate": "Score against gold answers; write evaluate.jsonl and metrics.json."}
+for _name in PIPELINE:
     def _stage_command(config: RunConfig, _name: str = _name) -> None:
-        _stage(_name, config)
+        _report([_name], config)
 
-    _stage_command.__doc__ = _doc
+    _stage_command.__doc__ = _DOCS[_name]
     _command(_name)(_stage_command)
 
 
 @_command("run")
 def run(config: RunConfig) -> None:
     """All stages in order (formulate, solve, refine, interpret, evaluate); resumes what an earlier run left."""
-    bar, update = _progress()
-    with bar:
-        report = pipeline.run(config, update)
-    render_summary(console, report.metrics, report.stages)
-    console.print(f"metrics: {config.stage_dir / 'metrics.json'}")
+    _report(list(PIPELINE), config)
 
 
 _MODE = inspect.Parameter("mode", inspect.Parameter.KEYWORD_ONLY, annotation=str,
@@ -138,7 +138,7 @@ def baseline(config: RunConfig, mode: str) -> None:
     """The paper's Standard or CoT baseline with the same client, cache and evaluator."""
     bar, update = _progress()
     with bar:
-        report = pipeline.baseline(config, mode, update)
+        report = run_baseline(config, mode, update)
     render_summary(console, report.metrics, report.stages)
 
 
@@ -147,7 +147,7 @@ def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out
             id: str = typer.Option(..., "--id", help="problem id"),
             dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several")) -> None:
     """Show how the solver reached its answer for one problem (goal tree or proof)."""
-    from .explain import find_solve_record
+    from .report.explain import find_solve_record
 
     record = find_solve_record(run_dir, id, dataset)
     render_explanation(Console(), record)
@@ -162,7 +162,7 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
               base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL"),
               max_concurrency: int = typer.Option(8, "--max-concurrency")) -> None:
     """Replay every released Logic-LM program file; write table3/table2 (.md, .csv, .json) and accuracy.png."""
-    from .reproduce import reproduce as reproduce_all
+    from .report.reproduce import reproduce as reproduce_all
 
     # The dataset is replaced per baseline run; RunConfig's defaults are the run options' defaults.
     llm = RunConfig(dataset="folio", model=model, base_url=base_url, max_concurrency=max_concurrency) if model else None
@@ -177,7 +177,7 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
 @app.command("list")
 def list_() -> None:
     """Datasets and solvers this version knows (needs no LLM)."""
-    from .datasets import all_datasets
+    from .data import all_datasets
 
     out = Console()
     for spec in all_datasets():
@@ -189,13 +189,19 @@ def _fail(message: object) -> None:
     print(f"error: {message}", file=sys.stderr)
 
 
+_INTERRUPTED = "interrupted; finished records are kept, re-run to resume"
+
+
 def main(argv: list[str] | None = None) -> None:
     try:
-        app(args=argv, standalone_mode=False)
+        code = app(args=argv, standalone_mode=False)
+        if code == 130:  # typer turns Ctrl-C into a return value when it is not standalone
+            _fail(_INTERRUPTED)
+            sys.exit(130)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
-        _fail("aborted")
+        _fail(_INTERRUPTED)
         sys.exit(130)
     except ClickUsageError as exc:
         _fail(exc.format_message())
@@ -203,6 +209,9 @@ def main(argv: list[str] | None = None) -> None:
     except PrerequisiteError as exc:
         _fail(exc)
         sys.exit(3)
+    except RunStopped as exc:
+        _fail(exc)
+        sys.exit(4)
     except LogicPipeError as exc:
         _fail(exc)
         sys.exit(2)
@@ -212,7 +221,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail(f"internal error: {type(exc).__name__}: {exc} (set LOGICPIPE_DEBUG=1 for the traceback)")
         sys.exit(1)
     except KeyboardInterrupt:
-        _fail("interrupted; finished records are kept, re-run to resume")
+        _fail(_INTERRUPTED)
         sys.exit(130)
 
 

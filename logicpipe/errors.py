@@ -40,3 +40,21 @@ class ProgramExecutionError(LogicPipeError):
 
 class SolverTimeout(LogicPipeError):
     """The solver ran past its time bound."""
+
+
+class LLMError(LogicPipeError):
+    """A model request that failed for good: retries ran out, or the endpoint refused it.
+
+    `transient`: the failure may go away on a later run (outage, rate limit, malformed reply), so the
+    record is redone then. `fatal`: no request of this run can succeed (bad key, unknown model), so the
+    run stops at once.
+    """
+
+    def __init__(self, message: str, transient: bool = False, fatal: bool = False):
+        super().__init__(message)
+        self.transient = transient
+        self.fatal = fatal
+
+
+class RunStopped(LogicPipeError):
+    """A run stopped on purpose before its end (a fatal model error, the error budget spent)."""

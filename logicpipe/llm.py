@@ -21,13 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from .errors import LogicPipeError, UsageError
+from .errors import LLMError, UsageError
 
 _FATAL_STATUS = {400, 401, 403, 404, 422}
-
-
-class LLMError(LogicPipeError):
-    """A request that failed for good: retries ran out, or the endpoint refused it."""
 
 
 class LLMSettings(BaseModel):
@@ -114,7 +110,7 @@ class _Cache:
 
 
 def default_cache_path() -> Path:
-    from .fetch import cache_dir
+    from .data.fetch import cache_dir
 
     return cache_dir() / "llm-cache.sqlite"
 
@@ -160,11 +156,15 @@ class LLMClient:
                     self.totals.failures[name] = self.totals.failures.get(name, 0) + 1
                     return request, exc
 
+        tasks = [asyncio.ensure_future(one(r)) for r in requests]
         try:
-            for finished in asyncio.as_completed([one(r) for r in requests]):
+            for finished in asyncio.as_completed(tasks):
                 request, result = await finished
                 on_result(request, result)
         finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
             await client.close()
 
     async def _complete(self, client: Any, request: Request) -> Completion:
@@ -192,7 +192,8 @@ class LLMClient:
                 break
             except openai.APIStatusError as exc:
                 if exc.status_code in _FATAL_STATUS:
-                    raise LLMError(f"HTTP {exc.status_code}: {_short(exc)}") from exc
+                    raise LLMError(f"HTTP {exc.status_code}: {_short(exc)}",
+                                   fatal=exc.status_code in (401, 403, 404)) from exc
                 retry_after = _retry_after(exc)
                 failure: Exception = exc
             except (openai.APITimeoutError, openai.APIConnectionError) as exc:
@@ -201,7 +202,7 @@ class LLMClient:
                 failure = exc  # a malformed body: worth another try
             if attempt >= self.settings.max_retries:
                 raise LLMError(f"gave up after {attempt + 1} attempts: {type(failure).__name__}: "
-                               f"{_short(failure)}") from failure
+                               f"{_short(failure)}", transient=True) from failure
             await asyncio.sleep(self._delay(attempt, retry_after))
             attempt += 1
         self._cache.put(key, {"text": text, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,

@@ -10,9 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from logicpipe.config import RunConfig
-from logicpipe.datasets import get_dataset, resolve_file
-from logicpipe.pipeline import formulate, problems_for, solve
+from logicpipe.data import get_dataset, resolve_file
+from logicpipe.stages import RunConfig, problems_for, run_stages
 
 
 def main() -> None:
@@ -31,9 +30,9 @@ def main() -> None:
                 config = RunConfig(dataset=spec.key, out=Path(out), data_dir=args.data_dir, workers=workers,
                                    programs=programs)
                 problems = problems_for(config)
-                formulate(config, problems)
+                run_stages(config, ["formulate"])
                 start = time.perf_counter()
-                solve(config, problems)
+                run_stages(config, ["solve"])
                 seconds = time.perf_counter() - start
             print(f"{spec.key:<18}{workers:>8}{len(problems):>10}{seconds:>10.2f}{len(problems) / seconds:>12.1f}")
 

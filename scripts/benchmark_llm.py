@@ -11,10 +11,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from logicpipe.config import RunConfig
-from logicpipe.datasets import resolve_file
+from logicpipe.data import resolve_file
 from logicpipe.fakellm import FakeOpenAI, ScriptedReplies
-from logicpipe.pipeline import formulate, problems_for
+from logicpipe.stages import RunConfig, problems_for, run_stages
 
 
 def main() -> None:
@@ -36,7 +35,7 @@ def main() -> None:
                 problems = problems_for(config)
                 sent = len(fake.requests)
                 start = time.perf_counter()
-                formulate(config, problems)
+                run_stages(config, ["formulate"])
                 wall = time.perf_counter() - start
                 ideal = len(problems) * args.latency / concurrency
                 print(f"{concurrency:>11}{len(problems):>10}{len(fake.requests) - sent:>10}{wall:>9.2f}"

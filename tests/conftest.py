@@ -8,16 +8,27 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def shared_data() -> Path:
+def find_data() -> Path | None:
+    """Where a user's logicpipe finds Logic-LM's files: LOGICPIPE_DATA, else the download cache."""
     chosen = os.environ.get("LOGICPIPE_DATA")
-    return Path(chosen) if chosen else ROOT.parent / "shared" / "logic-lm"
+    if chosen:
+        return Path(chosen) if (Path(chosen) / "data").is_dir() else None
+    from logicpipe.data.fetch import cache_dir
+    from logicpipe.data.registry import source
+
+    cached = cache_dir() / "logic-lm" / source().commit
+    return cached if (cached / "data").is_dir() and (cached / "programs").is_dir() else None
+
+
+_DATA = find_data()  # before the autouse fixture below points LOGICPIPE_CACHE at a scratch folder
 
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    path = shared_data()
-    assert (path / "data").is_dir(), f"Logic-LM data not found at {path}; set LOGICPIPE_DATA"
-    return path
+    if _DATA is None:
+        pytest.exit("Logic-LM data not found: set LOGICPIPE_DATA to a folder with data/ and programs/, or run "
+                    "`logicpipe reproduce` once to download it into the cache", returncode=4)
+    return _DATA
 
 
 @pytest.fixture(autouse=True)

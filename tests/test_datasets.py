@@ -5,7 +5,7 @@ import threading
 
 import pytest
 
-from logicpipe.datasets import get_dataset, load_problems
+from logicpipe.data import get_dataset, load_problems
 from logicpipe.errors import DataError, UsageError
 
 

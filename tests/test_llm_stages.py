@@ -72,7 +72,8 @@ def test_refinement_turns_a_broken_program_into_an_executed_one(dataset, data_di
     programs_file = data_dir / "programs" / FILES[dataset]
     source = json.loads(programs_file.read_text())
     solver = {"logicaldeduction": "csp", "prontoqa": "lp", "folio": "fol", "ar-lsat": "smt"}[dataset]
-    good = next(r for r in source if "verdict" in execute_task({"solver": solver, "program": r["raw_logic_programs"][0]}))
+    good = next(r for r in source
+                if execute_task({"solver": solver, "program": r["raw_logic_programs"][0]}).verdict is not None)
     lines = good["raw_logic_programs"][0].splitlines()
     broken = "\n".join(lines[:-1] + ["@@@ broken line", lines[-1]])
     replies = ScriptedReplies.from_logic_lm(programs_file, repairs={"@@@ broken line": good["raw_logic_programs"][0]})

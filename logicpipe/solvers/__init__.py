@@ -4,17 +4,14 @@ from __future__ import annotations
 
 import difflib
 import importlib
+from dataclasses import dataclass
 from typing import Any
 
-from ..errors import (
-    ProgramExecutionError,
-    ProgramParseError,
-    SolverTimeout,
-    UsageError,
-)
+from ..core.records import ErrorCategory, StageError, stage_error
+from ..errors import LogicPipeError, UsageError
 from .base import Limits, Solver, SolverResult, map_answer
 
-__all__ = ["Limits", "Solver", "SolverResult", "available", "execute_task", "get_solver", "map_answer"]
+__all__ = ["Limits", "Solver", "SolverOutcome", "SolverResult", "execute_task", "get_solver", "map_answer"]
 
 _REGISTRY = {
     "csp": "logicpipe.solvers.csp:CSPSolver",
@@ -22,10 +19,6 @@ _REGISTRY = {
     "fol": "logicpipe.solvers.fol:FOLSolver",
     "smt": "logicpipe.solvers.smt:SMTSolver",
 }
-
-
-def available() -> list[str]:
-    return list(_REGISTRY)
 
 
 def get_solver(name: str) -> Solver:
@@ -38,23 +31,31 @@ def get_solver(name: str) -> Solver:
     return getattr(importlib.import_module(module), cls)()
 
 
-def execute_task(payload: dict[str, Any]) -> dict[str, Any]:
+@dataclass
+class SolverOutcome:
+    """What a worker sends back for one program: a verdict, or a typed error; and the explanation."""
+
+    verdict: str | None = None
+    explanation: dict[str, Any] | None = None
+    error: StageError | None = None
+
+
+def execute_task(payload: dict[str, Any]) -> SolverOutcome:
     """Worker entry point: parse and run one program, turning every expected failure into data."""
     solver = get_solver(payload["solver"])
     limits = Limits(**payload.get("limits", {}))
     try:
         program = solver.parse(payload["program"])
-    except ProgramParseError as exc:
-        return {"error": ("parse", str(exc))}
     except RecursionError:
-        return {"error": ("parse", "program nests too deeply to parse")}
+        return SolverOutcome(error=StageError(category=ErrorCategory.parse, message="program nests too deeply to parse"))
+    except LogicPipeError as exc:
+        return SolverOutcome(error=stage_error(exc))
     try:
         result = solver.execute(program, limits)
-    except SolverTimeout as exc:
-        return {"error": ("timeout", str(exc))}
-    except ProgramExecutionError as exc:
-        return {"error": ("execution", str(exc))}
+    except (LogicPipeError, RecursionError) as exc:
+        return SolverOutcome(error=stage_error(exc))
     if result.verdict is None:
-        return {"error": ("no_answer", result.no_answer or "the program decided no option"),
-                "explanation": result.explanation}
-    return {"verdict": result.verdict, "explanation": result.explanation}
+        message = result.no_answer or "the program decided no option"
+        return SolverOutcome(explanation=result.explanation,
+                             error=StageError(category=ErrorCategory.no_answer, message=message))
+    return SolverOutcome(verdict=result.verdict, explanation=result.explanation)

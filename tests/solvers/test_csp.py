@@ -23,7 +23,7 @@ C) abs(red - blue) == 1 and green > red
 
 def test_good_program_entails_option_true_in_every_solution():
     solver = get_solver("csp")
-    result = solver.execute(solver.parse(GOOD), Limits(), {})
+    result = solver.execute(solver.parse(GOOD), Limits())
     assert result.verdict == "B"
     assert result.explanation["solutions"] == 1
 
@@ -32,7 +32,7 @@ def test_option_holding_in_only_some_solutions_is_not_entailed():
     text = GOOD.replace("green == 3\n", "")
     result = execute_task({"solver": "csp", "program": text.replace("B) blue == 2", "B) blue == 3")})
     # red<blue with all different over 3 slots leaves several solutions; no option holds in all.
-    assert result["error"][0] == "no_answer"
+    assert result.error.category == "no_answer"
 
 
 @pytest.mark.parametrize("bad, reason", [
@@ -50,7 +50,7 @@ def test_bad_programs_are_parse_errors_with_a_useful_message(bad, reason):
         get_solver("csp").parse(bad)
     assert reason in str(caught.value)
     out = execute_task({"solver": "csp", "program": bad})
-    assert out["error"][0] == "parse"
+    assert out.error.category == "parse"
 
 
 def test_parse_error_names_line_and_column():
@@ -61,4 +61,4 @@ def test_parse_error_names_line_and_column():
 
 def test_unsatisfiable_constraints_give_no_answer():
     out = execute_task({"solver": "csp", "program": GOOD.replace("green == 3", "green == 3\nred == 3")})
-    assert out["error"] == ("no_answer", "the constraints have no solution")
+    assert (out.error.category, out.error.message) == ("no_answer", "the constraints have no solution")

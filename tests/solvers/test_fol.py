@@ -65,9 +65,9 @@ PREMISES = "∀x (Man(x) → Mortal(x)) ::: Men are mortal.\nMan(socrates)\n∀x
 ])
 def test_verdicts(conclusion, verdict):
     out = execute_task({"solver": "fol", "program": problem(PREMISES, conclusion), "limits": {"seconds": 10}})
-    assert out["verdict"] == verdict
+    assert out.verdict == verdict
     if verdict != "Unknown":
-        assert "Mortal" in out["explanation"]["proof"] or "God" in out["explanation"]["proof"]
+        assert "Mortal" in out.explanation["proof"] or "God" in out.explanation["proof"]
 
 
 def test_prover_timeout_is_not_uncertain():
@@ -75,7 +75,7 @@ def test_prover_timeout_is_not_uncertain():
     premises = ("∀x ∀y ∀z (f(f(x, y), z) = f(x, f(y, z)))\n∀x (f(e1, x) = x)\n∀x ∃y (f(y, x) = e1)")
     out = execute_task({"solver": "fol", "program": problem(premises, "∀x ∀y (f(x, y) = f(y, x))"),
                         "limits": {"seconds": 2}})
-    assert out["error"][0] == "timeout"
+    assert out.error.category == "timeout"
 
 
 def test_missing_binary_is_one_clear_error(monkeypatch, tmp_path):

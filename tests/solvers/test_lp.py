@@ -19,8 +19,8 @@ Red($x, True) >>> Round($x, True)
 Round($x, True) >>> Rough($x, True)
 Rough($x, True) >>> Red($x, True)
 Rough($x, True) >>> Round($x, True)"""
-    assert lp(body, "Rough(Bob, True)")["verdict"] == "True"
-    assert lp(body, "Big(Bob, True)")["verdict"] == "Unknown"
+    assert lp(body, "Rough(Bob, True)").verdict == "True"
+    assert lp(body, "Big(Bob, True)").verdict == "Unknown"
 
 
 def test_program_that_loops_under_backward_chaining_terminates():
@@ -31,7 +31,7 @@ B($x, True) >>> B($x, True)
 B($x, True) >>> C($x, True)
 C($x, True) >>> B($x, True)
 Likes($x, $y, True) >>> Likes($y, $x, True)"""
-    assert lp(body, "C(Ann, True)")["verdict"] == "Unknown"
+    assert lp(body, "C(Ann, True)").verdict == "Unknown"
 
 
 def test_five_step_chain_and_goal_tree_node_by_node():
@@ -44,8 +44,8 @@ S2($x, True) && S0($x, True) >>> S3($x, True)
 S3($x, True) >>> S4($x, True)
 S4($x, True) >>> S5($x, False)"""
     out = lp(body, "S5(Max, True)")
-    assert out["verdict"] == "False"
-    tree = out["explanation"]["goal_tree"]
+    assert out.verdict == "False"
+    tree = out.explanation["goal_tree"]
     chain = []
     node = tree
     while node["children"]:
@@ -67,8 +67,8 @@ S4($x, True) >>> S5($x, False)"""
 def test_inconsistent_program_is_reported_not_resolved():
     body = "Facts:\nCold(Bob, True)\nRules:\nCold($x, True) >>> Nice($x, True)\nCold($x, True) >>> Nice($x, False)"
     out = lp(body, "Nice(Bob, True)")
-    assert out["error"][0] == "no_answer"
-    assert out["error"][1].startswith("inconsistent")
+    assert out.error.category == "no_answer"
+    assert out.error.message.startswith("inconsistent")
 
 
 def test_negation_prefix_general_facts_and_unbound_conclusions():
@@ -77,16 +77,16 @@ def test_negation_prefix_general_facts_and_unbound_conclusions():
 Big($x, True)
 Rules:
 Big(Bob, True) >>> Likes($y, Bob, True)"""
-    assert lp(body, "Green(Bob, False)")["verdict"] == "True"
-    assert lp(body, "Big(Anne, True)")["verdict"] == "True"
-    assert lp(body, "Likes(Cat, Bob, True)")["verdict"] == "True"
+    assert lp(body, "Green(Bob, False)").verdict == "True"
+    assert lp(body, "Big(Anne, True)").verdict == "True"
+    assert lp(body, "Likes(Cat, Bob, True)").verdict == "True"
 
 
 def test_runaway_saturation_is_a_timeout():
     constants = "\n".join(f"R(c{i}, True)" for i in range(60))
     body = f"Facts:\n{constants}\nRules:\nR($a, True) && R($b, True) && R($c, True) && R($d, True) >>> S($a, $b, $c, $d, True)"
     out = lp(body, "S(c1, c2, c3, c4, True)", seconds=2)
-    assert out["error"][0] == "timeout"
+    assert out.error.category == "timeout"
 
 
 @pytest.mark.parametrize("text, reason", [
@@ -101,17 +101,17 @@ def test_syntax_errors_are_parse_errors(text, reason):
     with pytest.raises(ProgramParseError) as caught:
         get_solver("lp").parse(text)
     assert reason in str(caught.value)
-    assert execute_task({"solver": "lp", "program": text})["error"][0] == "parse"
+    assert execute_task({"solver": "lp", "program": text}).error.category == "parse"
 
 
 def test_problems_are_isolated_from_each_other():
     first = lp("Facts:\nRed(Bob, True)", "Red(Bob, True)")
     second = lp("Facts:\nBlue(Bob, True)", "Red(Bob, True)")
-    assert first["verdict"] == "True" and second["verdict"] == "Unknown"
+    assert first.verdict == "True" and second.verdict == "Unknown"
 
 
 def test_released_programs_answer_like_the_gold_label(data_dir):
     from tests.conftest import program
 
     text = program("ProofWriter_dev_gpt-4.json", data_dir, "ProofWriter_AttNoneg-OWA-D5-1041_Q1")
-    assert execute_task({"solver": "lp", "program": text})["verdict"] == "True"
+    assert execute_task({"solver": "lp", "program": text}).verdict == "True"

@@ -1,0 +1,133 @@
+"""JSONL files with one record per line, appended atomically, resumable after a kill."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import DataError
+
+M = TypeVar("M", bound=BaseModel)
+# No line may be larger than this: a record that would be is stored without its explanation.
+MAX_RECORD_BYTES = 4 * 1024 * 1024
+_MAX_INT = 2**63
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def encode_record(record: BaseModel) -> bytes:
+    """One JSONL line that is guaranteed to read back into the same model: text a JSON reader rejects
+    (lone surrogates, integers past 64 bits) is replaced, and an oversized explanation is dropped with
+    a note saying so."""
+    try:
+        line = record.model_dump_json()
+        type(record).model_validate_json(line)
+    except (ValueError, UnicodeError):
+        record = type(record).model_validate(_safe(record.model_dump(mode="python")))
+        line = record.model_dump_json()
+    if len(line) > MAX_RECORD_BYTES and getattr(record, "explanation", None) is not None:
+        note = f"explanation of {len(line)} bytes dropped: records are bounded at {MAX_RECORD_BYTES} bytes"
+        line = record.model_copy(update={"explanation": {"truncated": note}}).model_dump_json()
+    if len(line) > MAX_RECORD_BYTES:
+        raise DataError(f"record {getattr(record, 'id', '?')!r} is {len(line)} bytes, over the bound")
+    return (line + "\n").encode()
+
+
+def _safe(value: object) -> object:
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return value if -_MAX_INT < value < _MAX_INT else f"{str(value)[:40]}... (an integer too large to store)"
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else str(value)
+    if isinstance(value, dict):
+        return {str(_safe(k)): _safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_safe(v) for v in value]
+    return _safe(str(value))
+
+
+def read_records(path: Path, model: type[M]) -> list[M]:
+    """Read a stage file. A torn last line (the process was killed mid-write) is ignored;
+    a malformed line anywhere else is an error naming the file and line."""
+    if not path.exists():
+        return []
+    raw = path.read_bytes()
+    # The last element is b"" after a complete file, or a torn line after a kill: either way skip it.
+    lines = raw.split(b"\n")
+    records = []
+    for number, line in enumerate(lines[:-1], start=1):
+        if not line.strip():
+            continue
+        records.append(_parse_line(path, number, line, model))
+    return records
+
+
+def _parse_line(path: Path, number: int, line: bytes, model: type[M]) -> M:
+    try:
+        return model.model_validate_json(line)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "record"
+        raise DataError(f"{path}:{number}: malformed record ({where}: {first['msg']})") from None
+
+
+def repair_torn_tail(path: Path) -> None:
+    """Cut a partial last line left by a killed writer so that appends start on a fresh line."""
+    if not path.exists():
+        return
+    data = path.read_bytes()
+    if data and not data.endswith(b"\n"):
+        cut = data.rfind(b"\n") + 1
+        with open(path, "r+b") as handle:
+            handle.truncate(cut)
+
+
+class Appender:
+    """Appends one record per write(2) call, so a kill leaves whole records plus at most one torn line."""
+
+    def __init__(self, path: Path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        repair_torn_tail(path)
+        self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+
+    def write(self, record: BaseModel) -> None:
+        data = encode_record(record)
+        written = os.write(self._fd, data)
+        if written != len(data):
+            raise OSError(f"short write ({written} of {len(data)} bytes)")
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def __enter__(self) -> Appender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def rewrite_in_order(path: Path, records: Iterable[BaseModel]) -> None:
+    """Replace the file by the given records (atomic rename), used to put finished stages in input order."""
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as handle:
+        for record in records:
+            handle.write(encode_record(record).decode())
+    os.replace(tmp, path)
+
+
+def write_json_if_changed(path: Path, payload: object) -> bool:
+    text = json.dumps(payload, indent=2, sort_keys=True) + "\n"
+    if path.exists() and path.read_text() == text:
+        return False
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+    return True

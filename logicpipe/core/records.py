@@ -1,0 +1,153 @@
+"""Typed stage records, one pydantic model per JSONL line, and the one place exceptions become errors."""
+
+from __future__ import annotations
+
+import hashlib
+from enum import Enum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..errors import (
+    DataError,
+    LLMError,
+    LogicPipeError,
+    PrerequisiteError,
+    ProgramExecutionError,
+    ProgramParseError,
+    SolverTimeout,
+)
+
+SCHEMA_VERSION = 2
+
+
+class ErrorCategory(str, Enum):
+    parse = "parse"
+    execution = "execution"
+    timeout = "timeout"
+    no_answer = "no_answer"
+    llm = "llm"
+    no_program = "no_program"
+
+
+# Categories after which the solver ran the program to the end: Logic-LM counts these as executed.
+EXECUTED_CATEGORIES = {None, ErrorCategory.no_answer}
+# Categories a solver produces for a program that refinement can repair.
+REFINABLE = {ErrorCategory.parse, ErrorCategory.execution, ErrorCategory.timeout}
+
+
+class StageError(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    category: ErrorCategory
+    message: str
+    # True when the failure may go away on a later run (a server outage, rate limits): the next run
+    # redoes the record instead of keeping it.
+    transient: bool = False
+
+
+def stage_error(exc: BaseException) -> StageError:
+    """The one mapping from an exception to a typed error record."""
+    if isinstance(exc, ProgramParseError):
+        return StageError(category=ErrorCategory.parse, message=str(exc))
+    if isinstance(exc, SolverTimeout):
+        return StageError(category=ErrorCategory.timeout, message=str(exc))
+    if isinstance(exc, RecursionError):
+        return StageError(category=ErrorCategory.execution, message="program nests too deeply to run")
+    if isinstance(exc, MemoryError):
+        return StageError(category=ErrorCategory.execution, message="memory limit exceeded")
+    if isinstance(exc, LLMError):
+        return StageError(category=ErrorCategory.llm, message=str(exc), transient=exc.transient)
+    if isinstance(exc, (ProgramExecutionError, PrerequisiteError, DataError, LogicPipeError)):
+        return StageError(category=ErrorCategory.execution, message=str(exc))
+    return StageError(category=ErrorCategory.execution, message=f"{type(exc).__name__}: {exc}")
+
+
+def text_sha(*texts: str | None) -> str:
+    """A short content hash tying a record to the program it was made from."""
+    digest = hashlib.sha256()
+    for text in texts:
+        digest.update((text or "").encode("utf-8", "surrogatepass"))
+        digest.update(b"\x00")
+    return digest.hexdigest()[:16]
+
+
+class Record(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    schema_version: int = SCHEMA_VERSION
+    id: str
+    error: StageError | None = None
+
+    def retry(self) -> bool:
+        """Whether a later run should redo this record (it failed for a transient reason)."""
+        return self.error is not None and self.error.transient
+
+
+class Problem(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    id: str
+    context: str
+    question: str
+    options: list[str] = Field(default_factory=list)
+    answer: str | None = None
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    cached_calls: int = 0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(**{key: getattr(self, key) + getattr(other, key) for key in Usage.model_fields})
+
+
+class FormulateRecord(Record):
+    """A program (or K samples) and its provenance: formulate.jsonl, and refine-N.jsonl for round N."""
+
+    dataset: str
+    program: str | None = None
+    source: str
+    samples: list[str] = Field(default_factory=list)
+    usage: Usage | None = None
+    round: int = 0
+    prompt_id: str | None = None
+    prompt_hash: str | None = None
+    # For a refinement: the hash of the program it repaired, so a stale repair is never reused.
+    parent: str | None = None
+
+    def programs(self) -> list[str]:
+        return self.samples or ([self.program] if self.program else [])
+
+
+class SolveRecord(Record):
+    dataset: str
+    solver: str
+    verdict: str | None = None
+    seconds: float = 0.0
+    explanation: dict[str, Any] | None = None
+    round: int = 0
+    program: str | None = None  # text_sha of the program(s) run
+
+
+class InterpretRecord(Record):
+    predicted: str | None = None
+    usage: Usage | None = None
+    executed: bool
+    final: str | None = None
+    backup: str | None = None
+    backup_error: StageError | None = None
+    round: int = 0
+    program: str | None = None  # the interpreted solve record's program hash
+
+    def retry(self) -> bool:
+        return super().retry() or (self.backup_error is not None and self.backup_error.transient)
+
+
+class EvaluateRecord(Record):
+    gold: str | None
+    predicted: str | None
+    final: str | None
+    executed: bool
+    correct_executed: bool
+    correct: bool

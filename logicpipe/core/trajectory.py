@@ -1,0 +1,107 @@
+"""One problem's whole history: its programs, solver results, refinement rounds, answer and score.
+
+Stages update trajectories in memory; the stage files are the durable log they are rebuilt from. A
+record is only taken from a file when it was made from what precedes it in the trajectory (the program
+hash it carries matches), so a record made stale by a redone upstream stage is never reused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from .records import (
+    ErrorCategory,
+    EvaluateRecord,
+    FormulateRecord,
+    InterpretRecord,
+    Problem,
+    SolveRecord,
+    text_sha,
+)
+
+
+class Program(BaseModel):
+    """Program text with its provenance."""
+
+    text: str | None
+    samples: list[str]
+    source: str  # replay:<file>, llm:<model> or refine:<model>
+    round: int
+    prompt_id: str | None = None
+    prompt_hash: str | None = None
+    sha: str
+
+    @classmethod
+    def of(cls, record: FormulateRecord) -> Program:
+        return cls(text=record.program, samples=record.samples, source=record.source, round=record.round,
+                   prompt_id=record.prompt_id, prompt_hash=record.prompt_hash, sha=program_sha(record))
+
+
+def program_sha(record: FormulateRecord) -> str:
+    return text_sha(*record.programs())
+
+
+@dataclass
+class Trajectory:
+    problem: Problem
+    formulated: FormulateRecord | None = None
+    refined: dict[int, FormulateRecord] = field(default_factory=dict)  # round -> repaired program
+    solved: dict[int, SolveRecord] = field(default_factory=dict)  # round -> solver result (0: first)
+    interpreted: InterpretRecord | None = None
+    evaluated: EvaluateRecord | None = None
+
+    @property
+    def id(self) -> str:
+        return self.problem.id
+
+    # Updates: a new record makes everything downstream of it stale.
+    def set_formulated(self, record: FormulateRecord) -> None:
+        self.formulated = record
+        self.refined.clear()
+        self.solved.clear()
+        self.interpreted = None
+
+    def set_refined(self, record: FormulateRecord) -> None:
+        self.refined[record.round] = record
+        for later in [r for r in self.refined if r > record.round]:
+            del self.refined[later]
+        for later in [r for r in self.solved if r >= record.round]:
+            del self.solved[later]
+        self.interpreted = None
+
+    def set_solved(self, record: SolveRecord) -> None:
+        self.solved[record.round] = record
+        for later in [r for r in self.refined if r > record.round]:
+            del self.refined[later]
+        for later in [r for r in self.solved if r > record.round]:
+            del self.solved[later]
+        self.interpreted = None
+
+    # Views
+    def source(self, round_: int) -> FormulateRecord | None:
+        """The record holding the program that round `round_` runs."""
+        return self.formulated if round_ == 0 else self.refined.get(round_)
+
+    def latest_solve(self, before: int | None = None) -> SolveRecord | None:
+        """The solver result of the latest round before `before`; a round whose model call failed
+        does not replace the solver's own verdict."""
+        chosen = self.solved.get(0)
+        for round_ in sorted(self.solved):
+            if round_ == 0 or (before is not None and round_ >= before):
+                continue
+            record = self.solved[round_]
+            if record.error is None or record.error.category not in (ErrorCategory.llm, ErrorCategory.no_program):
+                chosen = record
+        return chosen
+
+    def latest_program(self, before: int | None = None) -> FormulateRecord | None:
+        chosen = self.formulated
+        for round_ in sorted(self.refined):
+            if (before is None or round_ < before) and self.refined[round_].program:
+                chosen = self.refined[round_]
+        return chosen
+
+    def rounds(self) -> int:
+        return max(self.solved, default=0)

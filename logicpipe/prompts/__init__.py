@@ -1,0 +1,103 @@
+"""Prompts as package data: each template has an id and a content hash, recorded on every record
+that used it. A run may point at a directory of its own templates (`--prompts DIR`); files found
+there replace the shipped ones of the same name."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from functools import cache
+from importlib import resources
+from pathlib import Path
+
+from ..core.records import Problem
+from ..errors import PrerequisiteError, UsageError
+
+_SPLIT = "=== user ==="
+_FIELD = re.compile(r"\{\{(\w+)\}\}")
+_CHOICE = re.compile(r"correct (?:option|answer) is:?\s*\(?([A-Z])\b", re.IGNORECASE)
+_FENCE = re.compile(r"```[\w-]*\n(.*?)```", re.S)
+
+
+@dataclass(frozen=True)
+class Prompt:
+    id: str
+    system: str
+    user: str
+    hash: str
+
+    @property
+    def fields(self) -> set[str]:
+        return set(_FIELD.findall(self.user))
+
+    def render(self, **values: str) -> list[dict[str, str]]:
+        missing = self.fields - set(values)
+        if missing:
+            raise UsageError(f"prompt {self.id} needs {', '.join(sorted(missing))}")
+        user = _FIELD.sub(lambda m: values[m.group(1)], self.user)
+        return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
+
+
+def _parse(prompt_id: str, text: str, where: str) -> Prompt:
+    system, sep, user = text.partition(_SPLIT)
+    if not sep:
+        raise PrerequisiteError(f"prompt {where} has no '{_SPLIT}' line")
+    digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+    return Prompt(prompt_id, system.strip(), user.strip() + "\n", digest)
+
+
+@cache
+def _shipped(prompt_id: str) -> Prompt | None:
+    resource = resources.files(__package__).joinpath("templates").joinpath(f"{prompt_id}.txt")
+    if not resource.is_file():
+        return None
+    return _parse(prompt_id, resource.read_text(encoding="utf-8"), f"{prompt_id} (shipped)")
+
+
+class PromptSet:
+    def __init__(self, folder: Path | None = None):
+        if folder is not None and not folder.is_dir():
+            raise UsageError(f"prompt folder {folder} not found")
+        self.folder = folder
+
+    def get(self, prompt_id: str) -> Prompt:
+        if self.folder is not None:
+            path = self.folder / f"{prompt_id}.txt"
+            if path.is_file():
+                return _parse(prompt_id, path.read_text(encoding="utf-8"), str(path))
+        prompt = _shipped(prompt_id)
+        if prompt is None:
+            raise PrerequisiteError(f"no prompt '{prompt_id}' in {self.folder or 'the package'}")
+        return prompt
+
+    def guide(self, solver: str) -> str:
+        """The per-language guide sent with refinement requests (an empty string if there is none)."""
+        try:
+            return self.get(f"guide-{solver}").user.strip()
+        except PrerequisiteError:
+            return ""
+
+    def identity(self, *prompt_ids: str) -> dict[str, str]:
+        return {prompt_id: self.get(prompt_id).hash for prompt_id in prompt_ids}
+
+
+def problem_fields(problem: Problem) -> dict[str, str]:
+    return {"context": problem.context, "question": problem.question, "options": "\n".join(problem.options)}
+
+
+def extract_program(text: str) -> str:
+    """The program inside a reply: the first fenced block if there is one, minus a leading 'Program:'."""
+    fenced = _FENCE.search(text)
+    body = fenced.group(1) if fenced else text
+    body = body.strip()
+    if body.lower().startswith("program:"):
+        body = body[len("program:"):].strip()
+    return body + "\n"
+
+
+def extract_choice(text: str, letters: list[str]) -> str | None:
+    """The option letter a Standard or CoT reply settles on (its last 'correct option is: X')."""
+    found = [m.group(1).upper() for m in _CHOICE.finditer(text)]
+    found = [f for f in found if f in letters]
+    return found[-1] if found else None

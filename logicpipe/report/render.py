@@ -1,0 +1,58 @@
+"""Rich rendering for the CLI: the final table and explanations. The library itself never prints."""
+
+from __future__ import annotations
+
+from rich.console import Console
+from rich.table import Table
+from rich.tree import Tree
+
+from ..core.records import SolveRecord
+
+
+def render_summary(console: Console, metrics: dict, stages: list) -> None:
+    table = Table(title=f"{metrics['dataset']} ({metrics['split']}, {metrics['source']})")
+    for column in ("total", "executed", "Exe_Rate", "Exe_Acc", f"accuracy ({metrics['backup']} backup)"):
+        table.add_column(column, justify="right")
+    table.add_row(str(metrics["total"]), str(metrics["executed"]), f"{metrics['exe_rate']:.2f}%",
+                  f"{metrics['exe_acc']:.2f}%", f"{metrics['accuracy']:.2f}%")
+    console.print(table)
+    if metrics["failures"]:
+        failures = Table(title="failures by category")
+        failures.add_column("category")
+        failures.add_column("count", justify="right")
+        for category, count in metrics["failures"].items():
+            failures.add_row(category, str(count))
+        console.print(failures)
+    timing = Table(title="stages")
+    for column in ("stage", "records", "new", "seconds"):
+        timing.add_column(column, justify="right" if column != "stage" else "left")
+    for stage in stages:
+        timing.add_row(stage.name, str(stage.total), str(stage.new), f"{stage.seconds:.2f}")
+    console.print(timing)
+
+
+def render_explanation(console: Console, record: SolveRecord) -> None:
+    title = f"{record.id}: verdict {record.verdict}" if record.verdict else f"{record.id}: no verdict"
+    if record.error:
+        title += f" ({record.error.category.value}: {record.error.message})"
+    explanation = record.explanation or {}
+    if "goal_tree" in explanation:
+        tree = Tree(title)
+        _add_goal(tree, explanation["goal_tree"])
+        console.print(tree)
+    elif "proof" in explanation:
+        console.print(title)
+        console.print(explanation["proof"], markup=False, highlight=False)
+    else:
+        console.print(title)
+        if explanation:
+            console.print(explanation, markup=False)
+        else:
+            console.print("no explanation stored for this record")
+
+
+def _add_goal(parent: Tree, node: dict) -> None:
+    label = node["goal"] + (f"  [dim]({node['by']})[/dim]" if node.get("by") else "")
+    branch = parent.add(label)
+    for child in node.get("children", []):
+        _add_goal(branch, child)

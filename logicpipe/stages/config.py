@@ -1,0 +1,92 @@
+"""The options of a run, validated before anything runs or is written."""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from ..data.registry import DatasetSpec, get_dataset
+
+Backup = Literal["random", "cot", "none"]
+_BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
+
+
+class RunConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str
+    split: str = "dev"
+    out: Path = Path("results/run")
+    data_dir: Path | None = None
+    limit: int | None = Field(default=None, ge=1)
+    workers: int = Field(default=1, ge=1, le=256)
+    programs: Path | None = None
+    backup: Backup = "random"
+    seed: int = 0
+    timeout: float | None = Field(default=None, gt=0, le=86400)
+    memory_mb: int = Field(default=2048, ge=64, le=1 << 20)
+    overwrite: bool = False
+    max_errors: str = "10%"
+    prompts: Path | None = None
+    # Language model (formulate, refine, the cot backup, baselines)
+    model: str | None = None
+    base_url: str | None = None
+    max_concurrency: int = Field(default=8, ge=1, le=1024)
+    num_samples: int = Field(default=1, ge=1, le=64)
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    max_tokens: int = Field(default=2048, ge=16, le=1 << 20)
+    max_rounds: int = Field(default=3, ge=0, le=10)
+    refine_model: str | None = None
+    llm_timeout: float = Field(default=120.0, gt=0, le=86400)
+    max_retries: int = Field(default=5, ge=0, le=50)
+    price_prompt: float | None = Field(default=None, ge=0, le=1e6)
+    price_completion: float | None = Field(default=None, ge=0, le=1e6)
+    llm_cache: Path | None = None
+
+    @field_validator("timeout", "llm_timeout", "temperature", "price_prompt", "price_completion")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        if value is not None and not math.isfinite(value):
+            raise ValueError("must be a finite number")
+        return value
+
+    @field_validator("max_errors")
+    @classmethod
+    def _budget(cls, value: str) -> str:
+        if not _BUDGET.match(value):
+            raise ValueError("give a count (5) or a percentage (10%)")
+        return value.strip()
+
+    @model_validator(mode="after")
+    def _consistent(self) -> RunConfig:
+        # Every rule that involves more than one option is checked here, before any file is written.
+        if self.num_samples > 1 and self.temperature == 0:
+            raise ValueError("num_samples > 1 needs temperature > 0, or every sample is the same")
+        if self.backup == "cot" and not self.model:
+            raise ValueError("--backup cot needs --model (the model answers by chain of thought)")
+        if self.refine_model and self.max_rounds == 0:
+            raise ValueError("--refine-model needs --max-rounds of at least 1")
+        get_dataset(self.dataset)
+        return self
+
+    def error_budget(self, total: int) -> int:
+        """How many model errors a run of `total` problems may have before it stops (at least one)."""
+        match = _BUDGET.match(self.max_errors)
+        number, percent = (float(match.group(1)), match.group(2)) if match else (0.0, "")
+        allowed = number * total / 100 if percent else number
+        return max(1, math.floor(allowed))
+
+    @property
+    def spec(self) -> DatasetSpec:
+        return get_dataset(self.dataset)
+
+    @property
+    def stage_dir(self) -> Path:
+        return self.out / self.spec.key
+
+    def stage_file(self, stage: str) -> Path:
+        return self.stage_dir / f"{stage}.jsonl"

@@ -1,0 +1,55 @@
+"""What every stage receives: the run's options, its task, prompts, files and error budget."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..core.task import Task
+from ..errors import LLMError, RunStopped
+from ..prompts import PromptSet
+from .config import RunConfig
+from .store import Store
+
+Progress = Callable[[str, int, int], None]
+
+
+def quiet(stage: str, done: int, total: int) -> None:
+    return None
+
+
+@dataclass
+class StageReport:
+    name: str
+    total: int
+    new: int
+    seconds: float
+    note: str = ""
+
+
+class ErrorBudget:
+    """Model errors a run tolerates before it stops: a fatal one (bad key, unknown model) stops it at
+    once, others once there are more than `allowed`."""
+
+    def __init__(self, allowed: int):
+        self.allowed = allowed
+        self.spent = 0
+
+    def check(self, error: LLMError) -> None:
+        if error.fatal:
+            raise RunStopped(f"stopped at the first fatal model error ({error}); finished records are kept")
+        self.spent += 1
+        if self.spent > self.allowed:
+            raise RunStopped(f"stopped after {self.spent} model errors, over the budget of {self.allowed} "
+                             f"(--max-errors); last: {error}; finished records are kept, re-run to resume")
+
+
+@dataclass
+class RunContext:
+    config: RunConfig
+    task: Task
+    store: Store
+    prompts: PromptSet
+    budget: ErrorBudget
+    progress: Progress = quiet
+    metrics: dict = field(default_factory=dict)  # set by evaluate

@@ -1,0 +1,78 @@
+"""Formulate: one program per problem (K samples with self-consistency), replayed or written by a model."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..core.records import ErrorCategory, FormulateRecord, StageError, stage_error
+from ..core.trajectory import Trajectory
+from ..data import load_programs
+from ..llm import Request
+from ..prompts import extract_program, problem_fields
+from .context import RunContext, StageReport
+from .llmcalls import Result, send, usage
+
+NAME = "formulate"
+Write = Callable[[Trajectory, FormulateRecord], None]
+
+
+def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
+    start = time.monotonic()
+    stage = ctx.store.file(NAME, FormulateRecord)
+    todo = [t for t in trajectories if t.formulated is None or t.formulated.retry()]
+
+    def write(trajectory: Trajectory, record: FormulateRecord) -> None:
+        stage.write(record)
+        trajectory.set_formulated(record)
+        done.append(record.id)
+        ctx.progress(NAME, len(done), len(todo))
+
+    done: list[str] = []
+    if todo and ctx.config.programs is not None:
+        _replay(ctx, ctx.config.programs, todo, write)
+    elif todo:
+        _ask(ctx, todo, write)
+    stage.finish([t.id for t in trajectories])
+    return [StageReport(NAME, len(trajectories), len(todo), time.monotonic() - start)]
+
+
+def _replay(ctx: RunContext, path: Path, todo: list[Trajectory], write: Write) -> None:
+    programs = load_programs(path)
+    for trajectory in todo:
+        text = programs.get(trajectory.id)
+        error = None if text else StageError(category=ErrorCategory.no_program,
+                                             message=f"no program for this id in {path.name}")
+        write(trajectory, FormulateRecord(id=trajectory.id, dataset=ctx.task.dataset, program=text,
+                                          source=f"replay:{path.name}", error=error))
+
+
+def _ask(ctx: RunContext, todo: list[Trajectory], write: Write) -> None:
+    """K samples per problem (K = num_samples); one record once all K are back."""
+    config = ctx.config
+    model = config.model or ""
+    prompt = ctx.prompts.get(ctx.task.prompt)
+    samples = config.num_samples
+    by_id = {t.id: t for t in todo}
+    requests = [Request(f"{t.id}\x1f{i}", prompt.render(**problem_fields(t.problem)), config.temperature,
+                        config.max_tokens, sample=i, purpose="formulate", problem=t.id)
+                for t in todo for i in range(samples)]
+    pending: dict[str, dict[int, Result]] = {t.id: {} for t in todo}
+
+    def arrived(request: Request, result: Result) -> None:
+        pid, index = request.key.rsplit("\x1f", 1)
+        pending[pid][int(index)] = result
+        if len(pending[pid]) < samples:
+            return
+        arrived_samples = pending.pop(pid)
+        results = [arrived_samples[i] for i in range(samples)]
+        texts = [extract_program(r.text) for r in results if not isinstance(r, Exception)]
+        failures = [r for r in results if isinstance(r, Exception)]
+        write(by_id[pid], FormulateRecord(
+            id=pid, dataset=ctx.task.dataset, program=texts[0] if texts else None,
+            samples=texts if samples > 1 else [], source=f"llm:{model}", usage=usage(results),
+            prompt_id=prompt.id, prompt_hash=prompt.hash,
+            error=None if texts else stage_error(failures[0])))
+
+    send(ctx, model, requests, arrived)

@@ -1,0 +1,126 @@
+"""Run identity (run.json: everything that decides a dataset directory's results) and the directory lock.
+
+Each stage names the options that decide its records. A stage run against a directory whose run.json
+recorded other values for them is refused, with the fields that differ; nothing is ever mixed silently.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+from .. import __version__
+from ..core.jsonl import write_json_if_changed
+from ..errors import UsageError
+from .context import RunContext
+
+RUN_FILE = "run.json"
+LOCK_FILE = ".lock"
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
+    config, prompts = ctx.config, ctx.prompts
+    if stage == "formulate":
+        if config.programs is not None:
+            return {"programs": config.programs.name, "programs_sha256": file_sha256(config.programs)}
+        return {"model": config.model, "base_url": config.base_url, "temperature": config.temperature,
+                "num_samples": config.num_samples, "max_tokens": config.max_tokens,
+                "prompts": prompts.identity(ctx.task.prompt)}
+    if stage == "solve":
+        return {"solver": ctx.task.solver, "timeout": config.timeout or ctx.task.timeout,
+                "memory_mb": config.memory_mb}
+    if stage == "refine":
+        model = config.refine_model or config.model
+        if model is None or config.max_rounds == 0:
+            return {"model": None}
+        return {"model": model, "base_url": config.base_url, "max_rounds": config.max_rounds,
+                "max_tokens": config.max_tokens, "prompts": prompts.identity("refine", f"guide-{ctx.task.solver}")}
+    if stage == "interpret":
+        fields: dict[str, Any] = {"backup": config.backup, "seed": config.seed}
+        if config.backup == "cot":
+            fields.update(model=config.model, base_url=config.base_url, temperature=config.temperature,
+                          prompts=prompts.identity("cot"))
+        return fields
+    if stage in ("standard", "cot"):
+        return {"model": config.model, "base_url": config.base_url, "temperature": config.temperature,
+                "max_tokens": config.max_tokens, "prompts": prompts.identity(stage)}
+    return {}
+
+
+def check_identity(ctx: RunContext, stages: list[str]) -> None:
+    """Refuse a run whose options differ from what made the directory's records; then record them."""
+    stage_dir = ctx.store.stage_dir
+    wanted: dict[str, Any] = {"dataset": ctx.task.dataset, "split": ctx.task.split, "limit": ctx.config.limit,
+                              "logicpipe": __version__, "stages": {}}
+    path = stage_dir / RUN_FILE
+    recorded: dict[str, Any] = {}
+    if path.exists():
+        recorded = json.loads(path.read_text())
+    elif any(stage_dir.glob("*.jsonl")):
+        raise UsageError(f"{stage_dir} holds records but no {RUN_FILE} (an older logicpipe made them); "
+                         "pass --overwrite to start afresh, or use another --out")
+    differ: list[str] = [key for key in ("dataset", "split", "limit", "logicpipe")
+              if key in recorded and recorded[key] != wanted[key]]
+    stages_then = recorded.get("stages", {})
+    wanted["stages"] = dict(stages_then)
+    for stage in stages:
+        now = stage_identity(ctx, stage)
+        then = stages_then.get(stage)
+        if then is not None:
+            differ += [f"{stage}.{key}" for key in sorted(set(now) | set(then)) if now.get(key) != then.get(key)]
+        wanted["stages"][stage] = now
+    if differ:
+        raise UsageError(f"{stage_dir} was made with other options ({', '.join(differ)} differ); "
+                         "re-run with the same options to resume, or pass --overwrite to start afresh")
+    if wanted != recorded:
+        write_json_if_changed(path, wanted)
+
+
+def clear(stage_dir: Path) -> None:
+    """--overwrite: remove what an earlier run wrote in this dataset directory (not the lock)."""
+    for entry in stage_dir.iterdir() if stage_dir.is_dir() else []:
+        if entry.name == LOCK_FILE:
+            continue
+        if entry.is_dir():
+            shutil.rmtree(entry)
+        else:
+            entry.unlink()
+
+
+class DirectoryLock:
+    """One run per dataset directory: a second one says who holds it and stops before writing."""
+
+    def __init__(self, stage_dir: Path):
+        self.path = stage_dir / LOCK_FILE
+        self._fd: int | None = None
+
+    def __enter__(self) -> DirectoryLock:
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError:
+            if os.access(self.path.parent, os.W_OK):
+                raise
+            return self  # a read-only directory: nobody can write into it, so there is nothing to guard
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise UsageError(f"{self.path.parent} is in use by another logicpipe run (it holds {self.path}); "
+                             "wait for it to end or use another --out") from None
+        self._fd = fd
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None

@@ -1,0 +1,84 @@
+"""Refine: send each failed program and the solver's exact error back to the model, round by round;
+each round writes refine-N.jsonl (the repairs) and solve-N.jsonl (their results)."""
+
+from __future__ import annotations
+
+import time
+
+from ..core.records import REFINABLE, FormulateRecord, stage_error
+from ..core.trajectory import Trajectory, program_sha
+from ..llm import Request
+from ..prompts import extract_program, problem_fields
+from .context import RunContext, StageReport
+from .llmcalls import Result, send, usage
+from .solve import solve_round
+
+PROMPT = "refine"
+
+
+def model_of(ctx: RunContext) -> str | None:
+    return ctx.config.refine_model or ctx.config.model
+
+
+def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
+    model = model_of(ctx)
+    if model is None or ctx.config.max_rounds == 0:
+        why = "no model (give --model or --refine-model)" if model is None else "--max-rounds is 0"
+        return [StageReport("refine", 0, 0, 0.0, note=f"nothing refined: {why}")]
+    reports = []
+    for round_ in range(1, ctx.config.max_rounds + 1):
+        start = time.monotonic()
+        failing = [t for t in trajectories if _refinable(t, round_)]
+        if not failing:
+            break
+        new = _ask(ctx, model, failing, round_)
+        reports.append(StageReport(f"refine-{round_}", len(failing), new, time.monotonic() - start))
+        reports.append(solve_round(ctx, failing, round_))
+    return reports
+
+
+def _refinable(trajectory: Trajectory, round_: int) -> bool:
+    latest = trajectory.latest_solve(before=round_)
+    return (latest is not None and latest.error is not None and latest.error.category in REFINABLE
+            and trajectory.latest_program(before=round_) is not None)
+
+
+def _ask(ctx: RunContext, model: str, failing: list[Trajectory], round_: int) -> int:
+    """One repair request per failing program; returns how many were sent (the rest were done by an
+    earlier, interrupted run)."""
+    name = f"refine-{round_}"
+    stage = ctx.store.file(name, FormulateRecord)
+    todo = [t for t in failing if round_ not in t.refined or t.refined[round_].retry()]
+    prompt, guide = ctx.prompts.get(PROMPT), ctx.prompts.guide(ctx.task.solver)
+    by_id = {t.id: t for t in todo}
+    parents: dict[str, str] = {}
+    requests = []
+    for trajectory in todo:
+        parent, latest = trajectory.latest_program(before=round_), trajectory.latest_solve(before=round_)
+        if parent is None or latest is None or latest.error is None:
+            continue
+        parents[trajectory.id] = program_sha(parent)
+        messages = prompt.render(program=parent.program or "", error=latest.error.message, guide=guide,
+                                 **problem_fields(trajectory.problem))
+        requests.append(Request(trajectory.id, messages, 0.0, ctx.config.max_tokens, purpose="refine",
+                                problem=trajectory.id))
+    written = 0
+
+    def arrived(request: Request, result: Result) -> None:
+        nonlocal written
+        if isinstance(result, Exception):
+            program, error = None, stage_error(result)
+        else:
+            program, error = extract_program(result.text), None
+        record = FormulateRecord(
+            id=request.key, dataset=ctx.task.dataset, round=round_, source=f"refine:{model}", program=program,
+            usage=usage([result]), prompt_id=prompt.id, prompt_hash=prompt.hash, parent=parents[request.key],
+            error=error)
+        stage.write(record)
+        by_id[request.key].set_refined(record)
+        written += 1
+        ctx.progress(name, written, len(todo))
+
+    send(ctx, model, requests, arrived)
+    stage.finish([t.id for t in failing])
+    return len(requests)

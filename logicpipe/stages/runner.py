@@ -1,0 +1,159 @@
+"""The runner: checks everything a run needs, loads problems once into trajectories, pushes them through
+the stages in order, and owns the run's directory (lock, identity, --overwrite)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..core.records import InterpretRecord, Problem
+from ..core.task import Task
+from ..core.trajectory import Trajectory
+from ..data import load_problems, load_programs
+from ..errors import DataError, UsageError
+from ..prompts import PromptSet
+from ..solvers import get_solver
+from . import evaluate, formulate, interpret, refine, solve
+from .config import RunConfig
+from .context import ErrorBudget, Progress, RunContext, StageReport, quiet
+from .identity import DirectoryLock, check_identity, clear
+from .store import Store, load_trajectories
+
+Stage = Callable[[RunContext, list[Trajectory]], list[StageReport]]
+PIPELINE: dict[str, Stage] = {"formulate": formulate.run, "solve": solve.run, "refine": refine.run,
+                              "interpret": interpret.run, "evaluate": evaluate.run}
+
+
+@dataclass
+class RunReport:
+    metrics: dict
+    stages: list[StageReport] = field(default_factory=list)
+    trajectories: list[Trajectory] = field(default_factory=list)
+    file_reads: dict[str, int] = field(default_factory=dict)  # stage file -> times read
+
+
+def task_for(config: RunConfig) -> Task:
+    spec = config.spec
+    return Task(dataset=spec.key, name=spec.name, split=config.split, solver=spec.solver,
+                closed_world=spec.closed_world, timeout=spec.timeout, prompt=spec.key)
+
+
+def problems_for(config: RunConfig) -> list[Problem]:
+    problems = load_problems(config.spec, config.split, config.data_dir)
+    problems = problems[: config.limit] if config.limit else problems
+    seen: set[str] = set()
+    for problem in problems:
+        if problem.id in seen:
+            raise DataError(f"problem id {problem.id!r} occurs twice in {config.spec.name}/{config.split}")
+        if not problem.id.isprintable():
+            raise DataError(f"problem id {problem.id!r} has control characters")
+        seen.add(problem.id)
+    return problems
+
+
+def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompts: PromptSet, task: Task) -> None:
+    """Everything that can fail before the first file is written fails here."""
+    if "formulate" in stages:
+        if config.programs is None and config.model is None:
+            raise UsageError("formulate needs --programs FILE (replay) or --model NAME (an LLM writes the programs)")
+        if config.programs is not None:
+            known = load_programs(config.programs)
+            if known and not {p.id for p in problems} & set(known):
+                raise DataError(f"{config.programs} has no program for any {task.name}/{task.split} problem "
+                                "(is it the right dataset?)")
+        else:
+            prompts.get(task.prompt)
+    if "solve" in stages or "refine" in stages:
+        get_solver(task.solver).check()
+    if "refine" in stages and (config.refine_model or config.model) and config.max_rounds:
+        prompts.get("refine")
+    if config.backup == "cot" and "interpret" in stages:
+        prompts.get("cot")
+
+
+def open_context(config: RunConfig, stages: list[str], progress: Progress = quiet,
+                 task: Task | None = None) -> tuple[RunContext, list[Problem]]:
+    task = task or task_for(config)
+    problems = problems_for(config)
+    prompts = PromptSet(config.prompts)
+    _check(config, stages, problems, prompts, task)
+    ctx = RunContext(config, task, Store(config.out / task.dataset), prompts,
+                     ErrorBudget(config.error_budget(len(problems))), progress)
+    return ctx, problems
+
+
+def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet) -> RunReport:
+    """Run the named stages (in pipeline order) on the dataset the config names."""
+    unknown = [s for s in stages if s not in PIPELINE]
+    if unknown:
+        raise UsageError(f"unknown stage {unknown[0]!r}; choose from {', '.join(PIPELINE)}")
+    ctx, problems = open_context(config, stages, progress)
+    stage_dir = ctx.store.stage_dir
+    if config.out.exists() and not config.out.is_dir():
+        raise UsageError(f"--out {config.out} is a file, not a directory")
+    _need_upstream(ctx, stages)
+    with DirectoryLock(stage_dir):
+        if config.overwrite:
+            clear(stage_dir)
+        check_identity(ctx, stages)
+        try:
+            trajectories = load_trajectories(ctx.store, problems)
+            reports: list[StageReport] = []
+            for name in [s for s in PIPELINE if s in stages]:
+                reports += PIPELINE[name](ctx, trajectories)
+        finally:
+            ctx.store.close()
+    return RunReport(ctx.metrics, reports, trajectories, dict(ctx.store.reads))
+
+
+def _need_upstream(ctx: RunContext, stages: list[str]) -> None:
+    """A stage run on its own needs the one before it to have run."""
+    first = next(s for s in PIPELINE if s in stages)
+    before = {"solve": "formulate", "refine": "solve", "interpret": "solve", "evaluate": "interpret"}.get(first)
+    if before is not None and not ctx.store.exists(before):
+        raise UsageError(f"{ctx.store.path(before)} not found: run the {before} stage first")
+
+
+def run(config: RunConfig, progress: Progress = quiet) -> RunReport:
+    return run_stages(config, list(PIPELINE), progress)
+
+
+def baseline(config: RunConfig, mode: str, progress: Progress = quiet) -> RunReport:
+    """The paper's Standard or CoT row: the model answers directly, scored by the same evaluator.
+    Files go to OUT/baseline-MODE/<dataset>/ (interpret.jsonl holds the answers)."""
+    if mode not in ("standard", "cot"):
+        raise UsageError(f"unknown baseline mode '{mode}'; choose standard or cot")
+    if not config.model:
+        raise UsageError("baselines need --model")
+    config = config.model_copy(update={"out": config.out / f"baseline-{mode}", "backup": "none", "programs": None})
+    ctx, problems = open_context(config, [], progress)
+    ctx.prompts.get(mode)
+    with DirectoryLock(ctx.store.stage_dir):
+        if config.overwrite:
+            clear(ctx.store.stage_dir)
+        check_identity(ctx, [mode])
+        try:
+            trajectories = load_trajectories(ctx.store, problems)
+            reports = [_answer(ctx, trajectories, mode), *evaluate.run(ctx, trajectories)]
+        finally:
+            ctx.store.close()
+    return RunReport(ctx.metrics, reports, trajectories, dict(ctx.store.reads))
+
+
+def _answer(ctx: RunContext, trajectories: list[Trajectory], mode: str) -> StageReport:
+    start = time.monotonic()
+    stage = ctx.store.file("interpret", InterpretRecord)
+    for trajectory in trajectories:
+        trajectory.interpreted = stage.done.get(trajectory.id)
+    todo = [t for t in trajectories if t.interpreted is None or t.interpreted.retry()]
+    answers = interpret.ask(ctx, [t.problem for t in todo], mode)
+    for count, trajectory in enumerate(todo, start=1):
+        answer = answers[trajectory.id]
+        record = InterpretRecord(id=trajectory.id, predicted=answer.choice, executed=answer.choice is not None,
+                                 final=answer.choice, error=answer.error, usage=answer.usage)
+        stage.write(record)
+        trajectory.interpreted = record
+        ctx.progress(mode, count, len(todo))
+    stage.finish([t.id for t in trajectories])
+    return StageReport(mode, len(trajectories), len(todo), time.monotonic() - start)

@@ -1,0 +1,74 @@
+"""The stage files of one dataset directory: each read at most once per run, and the trajectories
+rebuilt from them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import TypeVar
+
+from ..core.records import FormulateRecord, InterpretRecord, Problem, Record, SolveRecord
+from ..core.stagefile import StageFile
+from ..core.trajectory import Trajectory, program_sha
+
+R = TypeVar("R", bound=Record)
+
+
+class Store:
+    def __init__(self, stage_dir: Path):
+        self.stage_dir = stage_dir
+        self._files: dict[str, StageFile] = {}
+        self.reads: Counter[str] = Counter()
+
+    def path(self, name: str) -> Path:
+        return self.stage_dir / f"{name}.jsonl"
+
+    def file(self, name: str, model: type[R]) -> StageFile[R]:
+        if name not in self._files:
+            self.reads[name] += self.path(name).exists()
+            self._files[name] = StageFile(self.path(name), model)
+        return self._files[name]
+
+    def exists(self, name: str) -> bool:
+        return self.path(name).exists()
+
+    def close(self) -> None:
+        for stage in self._files.values():
+            stage.close()
+
+
+def load_trajectories(store: Store, problems: list[Problem]) -> list[Trajectory]:
+    """One trajectory per problem, holding every record that is still valid for it."""
+    trajectories = [Trajectory(problem) for problem in problems]
+    formulated = store.file("formulate", FormulateRecord).done
+    solved = store.file("solve", SolveRecord).done
+    for trajectory in trajectories:
+        record = formulated.get(trajectory.id)
+        if record is None:
+            continue
+        trajectory.formulated = record
+        _take_solve(trajectory, solved.get(trajectory.id), record, 0)
+    round_ = 1
+    while store.exists(f"solve-{round_}"):
+        refined = store.file(f"refine-{round_}", FormulateRecord).done
+        solved = store.file(f"solve-{round_}", SolveRecord).done
+        for trajectory in trajectories:
+            repair, parent = refined.get(trajectory.id), trajectory.latest_program(before=round_)
+            if repair is None or parent is None or round_ - 1 not in trajectory.solved:
+                continue
+            if repair.parent != program_sha(parent):
+                continue
+            trajectory.refined[round_] = repair
+            _take_solve(trajectory, solved.get(trajectory.id), repair, round_)
+        round_ += 1
+    interpreted = store.file("interpret", InterpretRecord).done
+    for trajectory in trajectories:
+        answer, latest = interpreted.get(trajectory.id), trajectory.latest_solve()
+        if answer is not None and latest is not None and (answer.round, answer.program) == (latest.round, latest.program):
+            trajectory.interpreted = answer
+    return trajectories
+
+
+def _take_solve(trajectory: Trajectory, record: SolveRecord | None, source: FormulateRecord, round_: int) -> None:
+    if record is not None and record.program == program_sha(source):
+        trajectory.solved[round_] = record

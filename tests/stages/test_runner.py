@@ -1,0 +1,150 @@
+"""The runner through the real CLI: run identity, --overwrite, the error budget, retries across runs,
+Ctrl-C, the directory lock and up-front validation."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from logicpipe.fakellm import FakeOpenAI, Fault, ScriptedReplies
+from logicpipe.stages.identity import DirectoryLock
+from tests.conftest import ROOT, cli
+
+LD = "LogicalDeduction_dev_gpt-4.json"
+
+
+def replay(data_dir, out, *extra, dataset="logicaldeduction", programs=LD):
+    return cli("run", "-d", dataset, "--data-dir", str(data_dir), "--out", str(out), "--programs",
+               str(data_dir / "programs" / programs), *extra)
+
+
+def with_model(fake, data_dir, out, *extra):
+    return cli("run", "-d", "logicaldeduction", "--data-dir", str(data_dir), "--out", str(out), "--model", "m",
+               "--base-url", fake.url, "--llm-timeout", "2", "--max-retries", "0", "--max-rounds", "0", *extra)
+
+
+def one_line(done):
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode != 0 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    return lines[0]
+
+
+def records(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_resume_with_other_options_is_refused_and_overwrite_starts_afresh(data_dir, tmp_path):
+    assert replay(data_dir, tmp_path, "--limit", "4").returncode == 0
+    stage_dir = tmp_path / "logicaldeduction"
+    identity = json.loads((stage_dir / "run.json").read_text())
+    assert identity["stages"]["formulate"]["programs"] == LD and len(identity["stages"]["formulate"]["programs_sha256"]) == 64
+    assert identity["stages"]["solve"]["solver"] == "csp" and identity["limit"] == 4
+    before = {p.name: p.read_bytes() for p in stage_dir.iterdir()}
+    line = one_line(replay(data_dir, tmp_path, "--limit", "4", "--seed", "7", "--timeout", "9"))
+    assert "solve.timeout" in line and "interpret.seed" in line and "--overwrite" in line
+    line = one_line(replay(data_dir, tmp_path, "--limit", "4", programs="LogicalDeduction_dev_text-davinci-003.json"))
+    assert "formulate.programs" in line
+    assert "limit" in one_line(replay(data_dir, tmp_path, "--limit", "5"))
+    assert {p.name: p.read_bytes() for p in stage_dir.iterdir()} == before  # refused runs write nothing
+    again = replay(data_dir, tmp_path, "--limit", "4", "--seed", "7", "--overwrite")
+    assert again.returncode == 0, again.stderr
+    assert json.loads((stage_dir / "run.json").read_text())["stages"]["interpret"]["seed"] == 7
+
+
+def test_a_server_answering_401_stops_the_run_within_seconds(data_dir, tmp_path):
+    with FakeOpenAI(lambda body: "never") as fake:
+        fake.inject(*[Fault(status=401)] * 50)
+        start = time.monotonic()
+        done = with_model(fake, data_dir, tmp_path, "--limit", "20")
+        assert time.monotonic() - start < 20
+    line = one_line(done)
+    assert done.returncode == 4 and "fatal" in line and "401" in line
+    formulated = tmp_path / "logicaldeduction" / "formulate.jsonl"
+    assert not formulated.exists() or all(r["error"] is None for r in records(formulated))
+
+
+def test_after_an_outage_the_same_command_completes_every_problem(data_dir, tmp_path):
+    replies = ScriptedReplies.from_logic_lm(data_dir / "programs" / LD)
+    with FakeOpenAI(replies) as fake:
+        fake.inject(*[Fault(status=503)] * 3)
+        down = with_model(fake, data_dir, tmp_path, "--limit", "6", "--max-concurrency", "1", "--max-errors", "2")
+        assert down.returncode == 4 and "budget of 2" in one_line(down)
+        written = records(tmp_path / "logicaldeduction" / "formulate.jsonl")
+        assert [r["error"]["transient"] for r in written if r["error"]] == [True, True, True]
+        up = with_model(fake, data_dir, tmp_path, "--limit", "6", "--max-concurrency", "1", "--max-errors", "2")
+        assert up.returncode == 0, up.stderr
+    stage_dir = tmp_path / "logicaldeduction"
+    for stage in ("formulate", "solve", "interpret", "evaluate"):
+        rows = records(stage_dir / f"{stage}.jsonl")
+        assert [r["id"] for r in rows] == [f"logical_deduction_{i}" for i in range(6)], stage
+    assert all(r["error"] is None for r in records(stage_dir / "formulate.jsonl"))
+    assert json.loads((stage_dir / "metrics.json").read_text())["failures"].get("llm") is None
+
+
+def test_the_error_budget_counts_or_takes_a_percentage(data_dir, tmp_path):
+    with FakeOpenAI(lambda body: "no program here") as fake:
+        fake.inject(*[Fault(status=500)] * 10)
+        done = with_model(fake, data_dir, tmp_path, "--limit", "10", "--max-concurrency", "1", "--max-errors", "30%")
+    assert done.returncode == 4 and "over the budget of 3" in one_line(done)
+    assert len(records(tmp_path / "logicaldeduction" / "formulate.jsonl")) == 4
+
+
+def test_ctrl_c_exits_130_and_keeps_finished_records(data_dir, tmp_path):
+    args = ["run", "-d", "proofwriter", "--limit", "200", "--data-dir", str(data_dir), "--out", str(tmp_path),
+            "--programs", str(data_dir / "programs" / "ProofWriter_dev_gpt-4.json")]
+    process = subprocess.Popen([sys.executable, "-m", "logicpipe.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+    solve = tmp_path / "proofwriter" / "solve.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (solve.exists() and solve.read_bytes().count(b"\n") >= 3):
+        time.sleep(0.02)
+    os.killpg(process.pid, signal.SIGINT)
+    _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 130, stderr
+    assert stderr.strip().splitlines()[-1] == "error: interrupted; finished records are kept, re-run to resume"
+    assert replay(data_dir, tmp_path, "--limit", "200", dataset="proofwriter",
+                  programs="ProofWriter_dev_gpt-4.json").returncode == 0
+    assert len(records(solve)) == 200
+
+
+def test_rejected_option_combinations_leave_no_file_behind(data_dir, tmp_path):
+    out = tmp_path / "out"
+    for extra in (["--backup", "cot"], ["--num-samples", "3"], ["--timeout", "inf"], ["--timeout", "1e308"],
+                  ["--max-errors", "lots"], ["--refine-model", "m", "--max-rounds", "0"]):
+        line = one_line(replay(data_dir, out, *extra))
+        assert "invalid option" in line, line
+        assert not out.exists(), extra
+    assert "needs --model" in one_line(replay(data_dir, out, "--backup", "cot"))
+    (tmp_path / "file").write_text("x")
+    assert "is a file" in one_line(replay(data_dir, tmp_path / "file"))
+
+
+def test_a_second_run_into_the_same_directory_is_refused(data_dir, tmp_path):
+    with DirectoryLock(tmp_path / "logicaldeduction"):
+        line = one_line(replay(data_dir, tmp_path, "--limit", "2"))
+    assert "in use by another logicpipe run" in line
+    assert replay(data_dir, tmp_path, "--limit", "2").returncode == 0
+
+
+def test_rerunning_a_finished_run_writes_nothing_so_a_read_only_directory_works(data_dir, tmp_path):
+    # Tests run as root, for whom permissions do not stop writes; so check that nothing is written at all:
+    # no file is created, renamed, removed or modified (same inode and mtime, the directory's too).
+    assert replay(data_dir, tmp_path, "--limit", "3").returncode == 0
+    stage_dir = tmp_path / "logicaldeduction"
+
+    def state():
+        return {p.name: (p.stat().st_ino, p.stat().st_mtime_ns, p.stat().st_size)
+                for p in [stage_dir, *stage_dir.iterdir()]}
+
+    before = state()
+    time.sleep(0.05)
+    assert replay(data_dir, tmp_path, "--limit", "3").returncode == 0
+    assert state() == before
+
+
+def test_a_programs_file_for_another_dataset_is_an_error(data_dir, tmp_path):
+    line = one_line(replay(data_dir, tmp_path, programs="FOLIO_dev_gpt-4.json"))
+    assert "no program for any LogicalDeduction/dev problem" in line
+    assert not tmp_path.joinpath("logicaldeduction").exists()
