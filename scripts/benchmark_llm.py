@@ -13,8 +13,8 @@ from pathlib import Path
 
 from logicpipe.config import RunConfig
 from logicpipe.datasets import resolve_file
-from logicpipe.fakellm import FakeOpenAI, ScriptedReplies
 from logicpipe.pipeline import formulate, problems_for
+from logicpipe.testing import FakeOpenAI, ScriptedReplies
 
 
 def main() -> None:

@@ -26,7 +26,7 @@ def test_gpt4_replay_does_not_regress_and_tables_are_written(data_dir, tmp_path)
 
 def test_table2_baselines_come_from_a_configured_model(data_dir, tmp_path):
     from logicpipe.config import RunConfig
-    from logicpipe.fakellm import FakeOpenAI, ScriptedReplies
+    from logicpipe.testing import FakeOpenAI, ScriptedReplies
 
     answers = {}
     for name in ("FOLIO", "LogicalDeduction", "ProntoQA", "ProofWriter", "AR-LSAT"):

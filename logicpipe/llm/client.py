@@ -1,0 +1,292 @@
+"""The one module that talks to language models: any OpenAI-compatible chat endpoint.
+
+It owns concurrency (a semaphore), a total deadline and a size cap on every reply, retries (bounded
+exponential backoff with jitter that honours Retry-After), the on-disk cache (keyed by everything that
+changes a reply, sample index included) and token accounting. A reply is validated in full before it
+is cached or counted: a malformed one is retried like a 5xx, never stored.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import os
+import random
+import re
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError
+
+from ..errors import LogicPipeError, UsageError
+from .cache import Cache, CachedReply
+
+# Worth another try: the server may be busy, restarting or briefly out of capacity.
+_RETRY_STATUS = {408, 409, 429}
+# The key, the account or the model is wrong: every other request of the run would fail the same way.
+_FATAL_STATUS = {401, 403, 404}
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class LLMError(LogicPipeError):
+    """A request that failed for good.
+
+    `transient`: retries ran out on something that may pass on a later run (429, 5xx, timeouts,
+    connection errors, malformed replies). `fatal`: the endpoint refused the key, the account or the
+    model (401, 403, 404), so the whole run should stop. Neither: a deterministic refusal (400, 422).
+    """
+
+    def __init__(self, message: str, *, transient: bool = False, fatal: bool = False):
+        super().__init__(message)
+        self.transient = transient
+        self.fatal = fatal
+
+
+class MalformedReply(Exception):
+    """A 200 reply that is not a usable chat completion (bad JSON, wrong types, too big)."""
+
+
+class LLMSettings(BaseModel):
+    model: str
+    base_url: str | None = None
+    api_key: str | None = None
+    max_concurrency: int = Field(default=8, ge=1, le=1024)
+    max_retries: int = Field(default=5, ge=0, le=50)
+    timeout: float = Field(default=120.0, gt=0)  # seconds for a whole request: connect, headers and body
+    max_reply_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    backoff_base: float = Field(default=0.5, ge=0)
+    backoff_cap: float = Field(default=30.0, ge=0)
+    cache_path: Path | None = None
+    price_prompt: float | None = None  # per million tokens
+    price_completion: float | None = None
+
+
+@dataclass
+class Request:
+    key: str
+    messages: list[dict[str, str]]
+    temperature: float = 0.0
+    max_tokens: int = 2048
+    sample: int = 0
+    # What the request is for (formulate, refine, cot, ...) and which problem it serves. Sent as
+    # X-Logicpipe-* headers, which real servers ignore, so local test servers can route on them.
+    purpose: str = ""
+    problem: str = ""
+
+
+@dataclass
+class Completion:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cached: bool
+
+
+@dataclass
+class Totals:
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    calls: int = 0
+    cached_calls: int = 0
+    requests_sent: int = 0
+    failures: dict[str, int] = field(default_factory=dict)
+
+
+class _Message(BaseModel):
+    content: StrictStr
+
+
+class _Choice(BaseModel):
+    message: _Message
+
+
+class _Usage(BaseModel):
+    prompt_tokens: StrictInt = Field(default=0, ge=0)
+    completion_tokens: StrictInt = Field(default=0, ge=0)
+
+
+class _Reply(BaseModel):
+    choices: list[_Choice] = Field(min_length=1)
+    usage: _Usage | None = None  # some local servers send none
+
+
+def parse_reply(data: bytes) -> CachedReply:
+    """The text and token counts of a chat-completion body, or MalformedReply saying what is wrong."""
+    try:
+        raw = json.loads(data)
+        reply = _Reply.model_validate(raw)
+    except RecursionError:
+        raise MalformedReply("the reply nests too deeply to read") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        raise MalformedReply(f"reply field {where}: {first['msg']}") from None
+    except ValueError as exc:  # bad JSON or bad UTF-8
+        raise MalformedReply(f"the reply is not JSON: {_short(exc, 120)}") from None
+    usage = reply.usage or _Usage()
+    # json.loads joins valid surrogate pairs, so any surrogate left is lone and could not be written
+    # as UTF-8 later; it becomes U+FFFD, as a decoder would make of invalid bytes.
+    text = _LONE_SURROGATE.sub("\ufffd", reply.choices[0].message.content)
+    return CachedReply(text=text, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+
+
+def request_body(model: str, request: Request) -> dict[str, Any]:
+    """The chat-completions body for a request (pure, so tests can check what is sent)."""
+    return {"model": model, "messages": request.messages, "temperature": request.temperature,
+            "max_tokens": request.max_tokens}
+
+
+def request_headers(request: Request) -> dict[str, str]:
+    return {"X-Logicpipe-Purpose": request.purpose, "X-Logicpipe-Problem": request.problem}
+
+
+def cache_key(model: str, base_url: str, request: Request) -> str:
+    material = json.dumps({**request_body(model, request), "base_url": base_url, "sample": request.sample},
+                          sort_keys=True)
+    return hashlib.sha256(material.encode()).hexdigest()
+
+
+def default_cache_path() -> Path:
+    from ..fetch import cache_dir
+
+    return cache_dir() / "llm-cache.sqlite"
+
+
+OnResult = Callable[[Request, "Completion | LLMError"], None]
+
+
+class LLMClient:
+    def __init__(self, settings: LLMSettings):
+        self.settings = settings
+        self.base_url = settings.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        api_key = settings.api_key or os.environ.get("OPENAI_API_KEY")
+        if not api_key:
+            if settings.base_url or os.environ.get("OPENAI_BASE_URL"):
+                api_key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
+            else:
+                raise UsageError("set OPENAI_API_KEY, or --base-url for a local OpenAI-compatible server")
+        self._api_key = api_key
+        self._cache = Cache(settings.cache_path or default_cache_path())
+        self.totals = Totals()
+
+    def run(self, requests: Iterable[Request], on_result: OnResult) -> None:
+        """Send all requests, at most max_concurrency at a time; call on_result as each one ends.
+
+        If on_result raises (a caller stopping the run), the outstanding requests are cancelled, the
+        client is closed and the exception propagates."""
+        try:
+            asyncio.run(self._run(list(requests), on_result))
+        except BaseException:
+            self.close()
+            raise
+
+    async def _run(self, requests: list[Request], on_result: OnResult) -> None:
+        import openai
+
+        client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0,
+                                    timeout=self.settings.timeout)
+        gate = asyncio.Semaphore(self.settings.max_concurrency)
+
+        async def one(request: Request) -> tuple[Request, Completion | LLMError]:
+            async with gate:
+                try:
+                    return request, await self._complete(client, request)
+                except LLMError as exc:
+                    name = type(exc.__cause__).__name__ if exc.__cause__ else "LLMError"
+                    self.totals.failures[name] = self.totals.failures.get(name, 0) + 1
+                    return request, exc
+
+        tasks = [asyncio.ensure_future(one(r)) for r in requests]
+        try:
+            for finished in asyncio.as_completed(tasks):
+                request, result = await finished
+                on_result(request, result)
+        finally:
+            # Reached early only when on_result raised: every task is cancelled and awaited, so none
+            # is left to report an exception nobody retrieved.
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            await client.close()
+
+    async def _complete(self, client: Any, request: Request) -> Completion:
+        import openai
+
+        key = cache_key(self.settings.model, self.base_url, request)
+        hit = self._cache.get(key)
+        if hit is not None:
+            self.totals.calls += 1
+            self.totals.cached_calls += 1
+            return Completion(hit.text, hit.prompt_tokens, hit.completion_tokens, cached=True)
+        attempt = 0
+        while True:
+            retry_after = None
+            self.totals.requests_sent += 1
+            try:
+                reply = await asyncio.wait_for(self._fetch(client, request), self.settings.timeout)
+                break
+            except openai.APIStatusError as exc:
+                status = exc.status_code
+                if status not in _RETRY_STATUS and status < 500:
+                    raise LLMError(f"HTTP {status}: {_short(exc)}", fatal=status in _FATAL_STATUS) from exc
+                retry_after = _retry_after(exc)
+                failure: Exception = exc
+            except asyncio.TimeoutError as exc:
+                failure = TimeoutError(f"no complete reply within {self.settings.timeout:g} s")
+                failure.__cause__ = exc
+            except (openai.APITimeoutError, openai.APIConnectionError, MalformedReply) as exc:
+                failure = exc
+            if attempt >= self.settings.max_retries:
+                raise LLMError(f"gave up after {attempt + 1} attempts: {type(failure).__name__}: "
+                               f"{_short(failure)}", transient=True) from failure
+            await asyncio.sleep(self._delay(attempt, retry_after))
+            attempt += 1
+        self._cache.put(key, reply, model=self.settings.model, time=time.time())
+        self.totals.calls += 1
+        self.totals.prompt_tokens += reply.prompt_tokens
+        self.totals.completion_tokens += reply.completion_tokens
+        return Completion(reply.text, reply.prompt_tokens, reply.completion_tokens, cached=False)
+
+    async def _fetch(self, client: Any, request: Request) -> CachedReply:
+        """One attempt: the whole body, read up to the size cap, then validated."""
+        cap = self.settings.max_reply_bytes
+        over = f"the reply is over the {cap}-byte cap"
+        async with client.chat.completions.with_streaming_response.create(
+                **request_body(self.settings.model, request), extra_headers=request_headers(request)) as response:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > cap:
+                raise MalformedReply(over)
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > cap:
+                    raise MalformedReply(over)
+                chunks.append(chunk)
+        return parse_reply(b"".join(chunks))
+
+    def _delay(self, attempt: int, retry_after: float | None) -> float:
+        if retry_after is not None:
+            return min(retry_after, max(self.settings.backoff_cap, 1.0))
+        ceiling = min(self.settings.backoff_cap, self.settings.backoff_base * (2 ** attempt))
+        return random.uniform(ceiling / 2, ceiling)  # jitter keeps parallel retries apart
+
+    def close(self) -> None:
+        self._cache.close()
+
+
+def _retry_after(exc: Any) -> float | None:
+    try:
+        value = exc.response.headers.get("retry-after")
+        return max(0.0, float(value)) if value is not None else None
+    except (AttributeError, TypeError, ValueError):
+        return None
+
+
+def _short(exc: Exception, limit: int = 300) -> str:
+    text = " ".join(str(exc).split())
+    return text[:limit]
