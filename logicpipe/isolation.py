@@ -158,15 +158,17 @@ class _Worker:
 class WorkerPool:
     """`target` is "module:function"; the function takes a payload dict and returns picklable data.
 
-    `preload` names modules the fork server imports once for every worker (default: the target's)."""
+    `preload` names modules the fork server imports once for all workers (default: the target's)."""
 
     def __init__(self, target: str, workers: int = 1, memory_mb: int = 2048, preload: list[str] | None = None):
         self.target = target
         self.size = max(1, workers)
         self.memory_mb = memory_mb
         self._ctx = multiprocessing.get_context("forkserver")
-        # Takes effect when this process starts its fork server, i.e. for the first pool.
-        self._ctx.set_forkserver_preload(preload or [target.partition(":")[0]])
+        # Takes effect when this process starts its fork server, i.e. for its first pool; the server
+        # then lives as long as the process. "__main__" stays first, as in multiprocessing's default:
+        # every worker imports the main module, and that is cheap only if the server has it.
+        self._ctx.set_forkserver_preload(["__main__", *(preload or [target.partition(":")[0]])])
         self._workers: list[_Worker] = []
         self._lifeline: tuple[Connection, Connection] | None = None  # (workers' end, the pool's end)
 

@@ -211,3 +211,18 @@ def test_a_body_without_length_is_cut_at_the_size_cap(tmp_path):
         fake.inject(Fault(endless=True), Fault(endless=True))
         out = collect(client(fake, tmp_path, timeout=30, max_retries=1, max_reply_bytes=4096), [Request("a", HELLO)])
         assert isinstance(out["a"], LLMError) and "over the 4096-byte cap" in str(out["a"])
+
+
+def test_a_bad_row_cached_by_an_older_version_is_asked_again(tmp_path):
+    import json
+    import sqlite3
+
+    with FakeOpenAI(lambda body: "hello") as fake:
+        client(fake, tmp_path).close()  # creates the cache file
+        key = cache_key("fake", fake.url, Request("a", HELLO))
+        with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+            db.execute("INSERT INTO completions VALUES (?, ?)",
+                       (key, json.dumps({"text": "stale", "prompt_tokens": "10", "completion_tokens": 1})))
+        out = collect(client(fake, tmp_path), [Request("a", HELLO)])
+        assert out["a"].text == "hello" and not out["a"].cached and len(fake.requests) == 1
+        assert collect(client(fake, tmp_path), [Request("a", HELLO)])["a"].cached
