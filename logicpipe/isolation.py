@@ -1,23 +1,41 @@
 """Run solver calls in a pool of worker processes, each call bounded in time and memory.
 
 A call that overruns its deadline has its whole process group killed and the worker replaced, so one
-bad program can neither hang nor take down a run. Workers start from a fork server, not from the
-(possibly threaded) parent.
+bad program can neither hang nor take down a run. Workers start from a fork server (not from the
+possibly threaded parent) that has the target's module preloaded. Each worker holds a few tasks
+ahead so it never waits for the parent between tasks; a task's clock starts when the worker reports
+starting it. Workers die with the parent (a lifeline pipe and the parent-death signal) and hold
+themselves to a CPU-time limit per task, so none outlives a killed run.
 """
 
 from __future__ import annotations
 
+import ctypes
 import importlib
+import math
 import multiprocessing
 import os
+import pickle
 import resource
 import signal
+import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from typing import Any, Literal
+
+Status = Literal["ok", "error", "timeout", "crashed"]
+
+# Tasks held by one worker at a time: the one it runs and the next, already in its pipe.
+_DEPTH = 2
+# A payload bigger than this is sent only to an idle worker: a full pipe would block the parent,
+# which must stay free to enforce deadlines.
+_AHEAD_BYTES = 32 * 1024
+# CPU seconds a task may use beyond its wall-clock bound before the kernel stops the worker (SIGXCPU).
+_CPU_SLACK = 5.0
+_PR_SET_PDEATHSIG = 1
 
 
 @dataclass
@@ -30,63 +48,143 @@ class Task:
 @dataclass
 class Outcome:
     key: str
-    status: str  # "ok", "error", "timeout" or "crashed"
+    status: Status
     value: Any = None
     message: str = ""
     seconds: float = 0.0
 
 
-def _resolve(target: str):
+# What crosses the pipes.
+@dataclass
+class Job:
+    key: str
+    payload: dict[str, Any]
+    cpu_seconds: float
+
+
+@dataclass
+class Started:
+    key: str
+
+
+@dataclass
+class Finished:
+    key: str
+    ok: bool
+    value: Any  # the target's result when ok, else the error message
+    seconds: float
+
+
+def _resolve(target: str) -> Callable[[dict[str, Any]], Any]:
     module, _, name = target.partition(":")
-    return getattr(importlib.import_module(module), name)
+    func: Callable[[dict[str, Any]], Any] = getattr(importlib.import_module(module), name)
+    return func
 
 
-def _worker_main(conn: Connection, target: str, memory_mb: int) -> None:
+def _die_with_parent(lifeline: Connection) -> None:
+    """Two guards, so a killed run leaves no worker behind: the kernel kills this process when its
+    parent, the fork server (which exits when the pool's process dies), goes; and a thread kills the
+    worker's whole process group, solver subprocesses included, when the pool's end of the lifeline
+    closes, which happens however the pool's process ends, even before the first guard was armed."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass  # not Linux: the lifeline alone
+
+    def watch() -> None:
+        try:
+            lifeline.poll(None)  # returns at EOF: nothing is ever written
+        finally:
+            os.killpg(os.getpid(), signal.SIGKILL)
+
+    threading.Thread(target=watch, daemon=True).start()
+
+
+def _limit_cpu(seconds: float) -> None:
+    used = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    soft = math.ceil(used + seconds)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    # Only the soft limit moves: an unprivileged process could never raise a lowered hard limit.
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+
+
+def _worker_main(conn: Connection, lifeline: Connection, target: str, memory_mb: int) -> None:
     os.setsid()
+    _die_with_parent(lifeline)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU would otherwise dump core
     if memory_mb > 0:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
     func = _resolve(target)
     while True:
         try:
-            payload = conn.recv()
+            job: Job | None = pickle.loads(conn.recv_bytes())
         except EOFError:
             return
-        if payload is None:
+        if job is None:
             return
+        conn.send(Started(job.key))
+        _limit_cpu(job.cpu_seconds)
+        start = time.perf_counter()
         try:
-            conn.send(("ok", func(payload)))
+            value = func(job.payload)
+            finished = Finished(job.key, True, value, time.perf_counter() - start)
         except MemoryError:
-            conn.send(("error", f"memory limit of {memory_mb} MB exceeded"))
+            finished = Finished(job.key, False, f"memory limit of {memory_mb} MB exceeded",
+                                time.perf_counter() - start)
         except BaseException as exc:  # noqa: BLE001 - the boundary: every failure becomes a message
-            conn.send(("error", f"{type(exc).__name__}: {exc}"))
+            finished = Finished(job.key, False, f"{type(exc).__name__}: {exc}", time.perf_counter() - start)
+        conn.send(finished)
+
+
+@dataclass
+class _Sent:
+    task: Task
+    data: bytes  # the pickled Job
 
 
 @dataclass
 class _Worker:
     process: Any
     conn: Connection
-    task: Task | None = None
-    started: float = field(default=0.0)
+    queue: deque[_Sent]
+    clock: float = 0.0  # when the task at the head of the queue started (or became the head)
 
 
 class WorkerPool:
-    """`target` is "module:function"; the function takes a payload dict and returns picklable data."""
+    """`target` is "module:function"; the function takes a payload dict and returns picklable data.
 
-    def __init__(self, target: str, workers: int = 1, memory_mb: int = 2048):
+    `preload` names modules the fork server imports once for all workers (default: the target's)."""
+
+    def __init__(self, target: str, workers: int = 1, memory_mb: int = 2048, preload: list[str] | None = None):
         self.target = target
         self.size = max(1, workers)
         self.memory_mb = memory_mb
         self._ctx = multiprocessing.get_context("forkserver")
+        # Takes effect when this process starts its fork server, i.e. for its first pool; the server
+        # then lives as long as the process. "__main__" stays first, as in multiprocessing's default:
+        # every worker imports the main module, and that is cheap only if the server has it.
+        self._ctx.set_forkserver_preload(["__main__", *(preload or [target.partition(":")[0]])])
         self._workers: list[_Worker] = []
+        self._lifeline: tuple[Connection, Connection] | None = None  # (workers' end, the pool's end)
+
+    @property
+    def pids(self) -> list[int]:
+        return [w.process.pid for w in self._workers]
 
     def _spawn(self) -> _Worker:
+        if self._lifeline is None:
+            self._lifeline = self._ctx.Pipe(duplex=False)
         parent, child = self._ctx.Pipe()
-        process = self._ctx.Process(target=_worker_main, args=(child, self.target, self.memory_mb), daemon=True)
+        process = self._ctx.Process(target=_worker_main, daemon=True,
+                                    args=(child, self._lifeline[0], self.target, self.memory_mb))
         process.start()
         child.close()
-        return _Worker(process, parent)
+        return _Worker(process, parent, deque())
 
     def _kill(self, worker: _Worker) -> None:
         try:
@@ -98,50 +196,84 @@ class WorkerPool:
 
     def map(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
         """Yield one Outcome per task, in completion order."""
-        pending = deque(tasks)
+        pending = deque(_Sent(t, pickle.dumps(Job(t.key, t.payload, t.timeout + _CPU_SLACK))) for t in tasks)
         while len(self._workers) < min(self.size, len(pending)):
             self._workers.append(self._spawn())
-        while pending or any(w.task for w in self._workers):
+        while pending or any(w.queue for w in self._workers):
             for worker in self._workers:
-                if worker.task is None and pending:
-                    worker.task = pending.popleft()
-                    worker.started = time.monotonic()
-                    worker.conn.send(worker.task.payload)
-            busy = [w for w in self._workers if w.task is not None]
-            now = time.monotonic()
-            next_deadline = min(w.started + w.task.timeout for w in busy)
-            ready = wait([w.conn for w in busy], timeout=max(0.0, next_deadline - now))
-            now = time.monotonic()
+                self._feed(worker, pending)
+            busy = [w for w in self._workers if w.queue]
+            next_deadline = min(w.clock + w.queue[0].task.timeout for w in busy)
+            ready = wait([w.conn for w in busy], timeout=max(0.0, next_deadline - time.monotonic()))
             for index, worker in enumerate(list(self._workers)):
-                task = worker.task
-                if task is None:
-                    continue
-                elapsed = now - worker.started
-                if worker.conn in ready:
-                    try:
-                        status, value = worker.conn.recv()
-                    except (EOFError, OSError):
-                        code = worker.process.exitcode
-                        self._replace(index, worker)
-                        yield Outcome(task.key, "crashed", message=_death(code), seconds=elapsed)
-                        continue
-                    worker.task = None
-                    if status == "ok":
-                        yield Outcome(task.key, "ok", value=value, seconds=elapsed)
-                    else:
-                        yield Outcome(task.key, "error", message=value, seconds=elapsed)
-                elif elapsed >= task.timeout:
-                    self._replace(index, worker)
-                    yield Outcome(task.key, "timeout", message=f"no result within {task.timeout:g} s", seconds=elapsed)
+                if worker.queue:
+                    yield from self._collect(index, worker, worker.conn in ready, pending)
 
-    def _replace(self, index: int, worker: _Worker) -> None:
+    def _feed(self, worker: _Worker, pending: deque[_Sent]) -> None:
+        if pending and not worker.queue and not worker.process.is_alive():
+            # Killed from outside while idle: nothing of its own to report, a fresh worker takes over.
+            worker = self._replace(self._workers.index(worker), pending)
+        while pending and len(worker.queue) < _DEPTH:
+            if worker.queue and len(pending[0].data) > _AHEAD_BYTES:
+                return
+            sent = pending.popleft()
+            try:
+                worker.conn.send_bytes(sent.data)
+            except OSError:  # it died mid-task; _collect reports that from the closed pipe
+                pending.appendleft(sent)
+                return
+            if not worker.queue:
+                worker.clock = time.monotonic()
+            worker.queue.append(sent)
+
+    def _collect(self, index: int, worker: _Worker, ready: bool, pending: deque[_Sent]) -> Iterator[Outcome]:
+        """Outcomes of what this worker has to say; a dead or overdue worker is replaced and the tasks
+        queued behind its current one go back to the front of `pending`."""
+        try:
+            while ready and worker.queue and worker.conn.poll():
+                message = worker.conn.recv()
+                head = worker.queue[0].task
+                if isinstance(message, Started) and message.key == head.key:
+                    worker.clock = time.monotonic()
+                elif isinstance(message, Finished) and message.key == head.key:
+                    worker.queue.popleft()
+                    worker.clock = time.monotonic()
+                    if message.ok:
+                        yield Outcome(head.key, "ok", value=message.value, seconds=message.seconds)
+                    else:
+                        yield Outcome(head.key, "error", message=message.value, seconds=message.seconds)
+        except (EOFError, OSError):
+            head = worker.queue.popleft().task
+            elapsed = time.monotonic() - worker.clock
+            self._replace(index, pending)
+            code = worker.process.exitcode  # known now: _replace reaped it
+            if code == -signal.SIGXCPU:
+                limit = head.timeout + _CPU_SLACK
+                yield Outcome(head.key, "timeout", message=f"CPU time limit of {limit:g} s exceeded", seconds=elapsed)
+            else:
+                yield Outcome(head.key, "crashed", message=_death(code), seconds=elapsed)
+            return
+        if worker.queue:
+            head = worker.queue[0].task
+            elapsed = time.monotonic() - worker.clock
+            if elapsed >= head.timeout:
+                worker.queue.popleft()
+                self._replace(index, pending)
+                yield Outcome(head.key, "timeout", message=f"no result within {head.timeout:g} s", seconds=elapsed)
+
+    def _replace(self, index: int, pending: deque[_Sent]) -> _Worker:
+        """Kill the worker at `index` and start a fresh one; the tasks it still held go back to the
+        front of `pending`."""
+        worker = self._workers[index]
         self._kill(worker)
+        pending.extendleft(reversed(worker.queue))
         self._workers[index] = self._spawn()
+        return self._workers[index]
 
     def close(self) -> None:
         for worker in self._workers:
             try:
-                worker.conn.send(None)
+                worker.conn.send_bytes(pickle.dumps(None))
             except OSError:
                 pass
         for worker in self._workers:
@@ -149,6 +281,10 @@ class WorkerPool:
             if worker.process.is_alive():
                 self._kill(worker)
         self._workers = []
+        if self._lifeline is not None:
+            for end in self._lifeline:
+                end.close()
+            self._lifeline = None
 
     def __enter__(self) -> WorkerPool:
         return self

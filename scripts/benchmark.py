@@ -1,40 +1,105 @@
-"""Time the solve stage on the released gpt-4 programs at 1 and 2 workers; print problems/second.
+"""Time the solve stage on every released gpt-4 program file: the solver alone, in this process, in
+a loop (the floor), then the same tasks through the worker pool at 1 and 2 workers. Prints
+problems/second and pool time / floor time per dataset, and checks the pool returned what the
+solver did in-process.
 
-usage: python scripts/benchmark.py [--data-dir DIR] [--datasets ld,prontoqa,...] [--workers 1,2]
+usage: python scripts/benchmark.py [--data-dir DIR] [--datasets ld,folio,...] [--workers 1,2] [--limit N]
 """
 
 from __future__ import annotations
 
 import argparse
-import tempfile
+import json
 import time
 from pathlib import Path
 
-from logicpipe.data import get_dataset, resolve_file
-from logicpipe.stages import RunConfig, problems_for, run_stages
+from logicpipe.data import DatasetSpec, get_dataset, resolve_file
+from logicpipe.data.loaders import data_root
+from logicpipe.isolation import Task, WorkerPool
+from logicpipe.solvers import SolverOutcome, execute_task, get_solver
+
+TARGET = "logicpipe.solvers:execute_task"
+MEMORY_MB = 2048
+
+
+def released(data_dir: Path | None, wanted: str | None, model: str) -> list[tuple[DatasetSpec, Path]]:
+    if wanted:
+        specs = [get_dataset(name) for name in wanted.split(",")]
+        return [(s, resolve_file(f"programs/{s.name}_dev_{model}.json", data_dir)) for s in specs]
+    root = data_root(data_dir)
+    if root is None:
+        raise SystemExit("give --data-dir or set LOGICPIPE_DATA to the Logic-LM data directory")
+    files = sorted((root / "programs").glob(f"*_dev_{model}.json"))
+    return [(get_dataset(f.name.split("_dev_")[0]), f) for f in files]
+
+
+def tasks_for(spec: DatasetSpec, path: Path, limit: int | None) -> list[Task]:
+    """One task per problem with a program, exactly as the solve stage builds them."""
+    tasks = []
+    for record in json.loads(path.read_text())[:limit]:
+        programs = record.get("raw_logic_programs") or []
+        if programs and programs[0]:
+            payload = {"solver": spec.solver, "program": programs[0],
+                       "limits": {"seconds": spec.timeout, "memory_mb": MEMORY_MB}}
+            tasks.append(Task(record["id"], payload, spec.timeout * 1.5 + 5))
+    return tasks
+
+
+def floor(tasks: list[Task]) -> tuple[float, dict[str, object]]:
+    results: dict[str, object] = {}
+    start = time.perf_counter()
+    for task in tasks:
+        try:
+            results[task.key] = execute_task(task.payload)
+        except Exception:  # noqa: BLE001 - as in a worker: a solver's stray exception is an error outcome
+            results[task.key] = "error"
+    return time.perf_counter() - start, results
+
+
+def pooled(tasks: list[Task], workers: int) -> tuple[float, dict[str, object]]:
+    start = time.perf_counter()
+    with WorkerPool(TARGET, workers, MEMORY_MB) as pool:
+        results = {o.key: o.value if o.status == "ok" else o.status for o in pool.map(tasks)}
+    return time.perf_counter() - start, results
+
+
+def verdicts(results: dict[str, object]) -> dict[str, object]:
+    # Explanations may hold timings; the verdict or error category is what must agree.
+    return {key: _verdict(value) for key, value in results.items()}
+
+
+def _verdict(value: object) -> object:
+    if isinstance(value, SolverOutcome):
+        return value.verdict or (value.error.category.value if value.error else "?")
+    return value
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--datasets", default="logicaldeduction,prontoqa,proofwriter,folio,ar-lsat")
+    parser.add_argument("--datasets", default=None, help="default: every released file for --model")
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--model", default="gpt-4")
+    parser.add_argument("--limit", type=int, default=None, help="first N problems of each file")
     args = parser.parse_args()
-    print(f"{'dataset':<18}{'workers':>8}{'problems':>10}{'seconds':>10}{'problems/s':>12}")
-    for name in args.datasets.split(","):
-        spec = get_dataset(name)
-        programs = resolve_file(f"programs/{spec.name}_dev_{args.model}.json", args.data_dir)
-        for workers in [int(w) for w in args.workers.split(",")]:
-            with tempfile.TemporaryDirectory() as out:
-                config = RunConfig(dataset=spec.key, out=Path(out), data_dir=args.data_dir, workers=workers,
-                                   programs=programs)
-                problems = problems_for(config)
-                run_stages(config, ["formulate"])
-                start = time.perf_counter()
-                run_stages(config, ["solve"])
-                seconds = time.perf_counter() - start
-            print(f"{spec.key:<18}{workers:>8}{len(problems):>10}{seconds:>10.2f}{len(problems) / seconds:>12.1f}")
+    counts = [int(w) for w in args.workers.split(",")]
+    work = [(spec, tasks_for(spec, path, args.limit)) for spec, path in released(args.data_dir, args.datasets, args.model)]
+    start = time.perf_counter()
+    pooled(work[0][1][:1], 1)
+    # Paid once per process (the fork server outlives pools), so it is shown apart, not in any row.
+    print(f"fork server start-up and first task: {time.perf_counter() - start:.2f} s")
+    print(f"{'dataset':<18}{'solver':>7}{'problems':>9}{'floor p/s':>11}"
+          + "".join(f"{f'{n}w p/s':>9}{f'{n}w/floor':>10}" for n in counts) + f"{'agree':>7}")
+    for spec, tasks in work:
+        get_solver(spec.solver).check()  # imports the solver, so the floor does not pay for it
+        floor_s, expected = floor(tasks)
+        row = f"{spec.key:<18}{spec.solver:>7}{len(tasks):>9}{len(tasks) / floor_s:>11.1f}"
+        agree = True
+        for n in counts:
+            seconds, got = pooled(tasks, n)
+            agree = agree and verdicts(got) == verdicts(expected)
+            row += f"{len(tasks) / seconds:>9.1f}{seconds / floor_s:>9.2f}x"
+        print(row + f"{'yes' if agree else 'NO':>7}", flush=True)
 
 
 if __name__ == "__main__":

@@ -12,8 +12,8 @@ import time
 from pathlib import Path
 
 from logicpipe.data import resolve_file
-from logicpipe.fakellm import FakeOpenAI, ScriptedReplies
 from logicpipe.stages import RunConfig, problems_for, run_stages
+from logicpipe.testing import FakeOpenAI, ScriptedReplies
 
 
 def main() -> None:

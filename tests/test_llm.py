@@ -3,8 +3,8 @@
 import pytest
 
 from logicpipe.errors import UsageError
-from logicpipe.fakellm import FakeOpenAI, Fault
 from logicpipe.llm import LLMClient, LLMError, LLMSettings, Request, cache_key, request_body
+from logicpipe.testing import FakeOpenAI, Fault
 
 HELLO = [{"role": "user", "content": "hi"}]
 
@@ -108,3 +108,121 @@ def test_missing_key_without_local_server(monkeypatch, tmp_path):
     monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
     with pytest.raises(UsageError, match="OPENAI_API_KEY"):
         LLMClient(LLMSettings(model="m", cache_path=tmp_path / "c.sqlite"))
+
+
+BAD_REPLIES = {
+    "usage as a string": Fault(usage={"prompt_tokens": "10"}),
+    "usage as a float": Fault(usage={"prompt_tokens": 10.5}),
+    "nested brackets": Fault(body=b"[" * 200_000),
+    "invalid UTF-8": Fault(body=b'{"choices": [{"message": {"content": "\xff\xfe"}}]}'),
+    "no choices": Fault(body=b'{"choices": []}'),
+    "oversize body": Fault(oversize=9 * 1024 * 1024),
+}
+
+
+@pytest.mark.parametrize("name", list(BAD_REPLIES))
+def test_a_malformed_reply_is_retried_and_never_cached(tmp_path, name):
+    with FakeOpenAI(lambda body: "hello") as fake:
+        fake.inject(BAD_REPLIES[name])
+        out = collect(client(fake, tmp_path), [Request("a", HELLO)])
+        assert out["a"].text == "hello" and len(fake.requests) == 2
+        fake.inject(BAD_REPLIES[name], BAD_REPLIES[name])
+        failed = collect(client(fake, tmp_path, max_retries=1), [Request("b", [{"role": "user", "content": "b"}])])
+        assert isinstance(failed["b"], LLMError) and failed["b"].transient and not failed["b"].fatal
+        assert "MalformedReply" in str(failed["b"]) and "\n" not in str(failed["b"])
+        # Nothing bad was cached: the re-run asks again and gets the good reply.
+        again = collect(client(fake, tmp_path), [Request("b", [{"role": "user", "content": "b"}])])
+        assert again["b"].text == "hello" and not again["b"].cached
+
+
+def test_usage_is_validated_and_counted(tmp_path):
+    with FakeOpenAI(lambda body: "hello") as fake:
+        fake.inject(Fault(usage={"prompt_tokens": "10"}), Fault(usage={"prompt_tokens": 7, "completion_tokens": 3}))
+        llm = client(fake, tmp_path)
+        out = collect(llm, [Request("a", HELLO)])
+        assert (out["a"].prompt_tokens, out["a"].completion_tokens) == (7, 3)
+        assert llm.totals.prompt_tokens == 7 and llm.totals.failures == {}
+
+
+def test_lone_surrogates_are_replaced_before_caching(tmp_path):
+    with FakeOpenAI(lambda body: "hello") as fake:
+        fake.inject(Fault(content="A\ud800B \U0001F600"))
+        out = collect(client(fake, tmp_path), [Request("a", HELLO)])
+        assert out["a"].text == "A\ufffdB \U0001F600"
+        out["a"].text.encode("utf-8")
+        assert collect(client(fake, tmp_path), [Request("a", HELLO)])["a"].text == "A\ufffdB \U0001F600"
+
+
+@pytest.mark.parametrize("fault", [Fault(trickle=0.2), Fault(endless=True)], ids=["trickle", "endless"])
+def test_every_request_has_a_total_deadline(tmp_path, fault):
+    import time
+
+    with FakeOpenAI(lambda body: "hello") as fake:
+        fake.inject(fault, fault)
+        start = time.monotonic()
+        out = collect(client(fake, tmp_path, timeout=1.0, max_retries=1), [Request("a", HELLO)])
+        assert time.monotonic() - start < 4
+        assert isinstance(out["a"], LLMError) and out["a"].transient
+        assert "no complete reply within 1 s" in str(out["a"])
+
+
+@pytest.mark.parametrize("status,fatal", [(401, True), (403, True), (404, True), (400, False), (422, False)])
+def test_refusals_are_classified(tmp_path, status, fatal):
+    with FakeOpenAI(lambda body: "hello") as fake:
+        fake.inject(Fault(status=status))
+        error = collect(client(fake, tmp_path), [Request("a", HELLO)])["a"]
+        assert isinstance(error, LLMError) and f"HTTP {status}" in str(error)
+        assert (error.fatal, error.transient) == (fatal, False)
+        assert len(fake.requests) == 1
+
+
+class Stop(Exception):
+    pass
+
+
+def test_a_raising_callback_cancels_the_rest_cleanly(tmp_path, caplog):
+    import gc
+    import warnings
+
+    seen = []
+
+    def stop_at_first(request, result):
+        seen.append(request.key)
+        raise Stop("error budget spent")
+
+    with FakeOpenAI(lambda body: "hello", latency=0.2) as fake:
+        llm = client(fake, tmp_path, max_concurrency=2)
+        requests = [Request(str(i), [{"role": "user", "content": str(i)}]) for i in range(40)]
+        with warnings.catch_warnings(record=True) as caught, caplog.at_level("ERROR", logger="asyncio"):
+            warnings.simplefilter("always")
+            with pytest.raises(Stop, match="error budget spent"):
+                llm.run(requests, stop_at_first)
+            gc.collect()
+        assert len(seen) == 1 and len(fake.requests) <= 4
+        assert not [w for w in caught if "never awaited" in str(w.message)]
+        assert "never retrieved" not in caplog.text
+        # The client is closed: its cache cannot be used again.
+        with pytest.raises(Exception, match="closed"):
+            llm.run(requests[:1], stop_at_first)
+
+
+def test_a_body_without_length_is_cut_at_the_size_cap(tmp_path):
+    with FakeOpenAI(lambda body: "hello") as fake:
+        fake.inject(Fault(endless=True), Fault(endless=True))
+        out = collect(client(fake, tmp_path, timeout=30, max_retries=1, max_reply_bytes=4096), [Request("a", HELLO)])
+        assert isinstance(out["a"], LLMError) and "over the 4096-byte cap" in str(out["a"])
+
+
+def test_a_bad_row_cached_by_an_older_version_is_asked_again(tmp_path):
+    import json
+    import sqlite3
+
+    with FakeOpenAI(lambda body: "hello") as fake:
+        client(fake, tmp_path).close()  # creates the cache file
+        key = cache_key("fake", fake.url, Request("a", HELLO))
+        with sqlite3.connect(tmp_path / "cache.sqlite") as db:
+            db.execute("INSERT INTO completions VALUES (?, ?)",
+                       (key, json.dumps({"text": "stale", "prompt_tokens": "10", "completion_tokens": 1})))
+        out = collect(client(fake, tmp_path), [Request("a", HELLO)])
+        assert out["a"].text == "hello" and not out["a"].cached and len(fake.requests) == 1
+        assert collect(client(fake, tmp_path), [Request("a", HELLO)])["a"].cached

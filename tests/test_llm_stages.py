@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from logicpipe.fakellm import FakeOpenAI, Fault, ScriptedReplies
+from logicpipe.testing import FakeOpenAI, Fault, ScriptedReplies
 from tests.conftest import cli
 
 FILES = {"logicaldeduction": "LogicalDeduction_dev_gpt-4.json", "prontoqa": "ProntoQA_dev_gpt-4.json",

@@ -7,7 +7,7 @@ import sys
 import sysconfig
 import venv
 
-from logicpipe.fakellm import FakeOpenAI, ScriptedReplies
+from logicpipe.testing import FakeOpenAI, ScriptedReplies
 from tests.conftest import ROOT
 
 

@@ -35,8 +35,8 @@ def test_full_replays_do_not_regress(data_dir, tmp_path):
 
 
 def test_table2_baselines_come_from_a_configured_model(data_dir, tmp_path):
-    from logicpipe.fakellm import FakeOpenAI, ScriptedReplies
     from logicpipe.stages import RunConfig
+    from logicpipe.testing import FakeOpenAI, ScriptedReplies
 
     answers = {}
     for name in ("FOLIO", "LogicalDeduction", "ProntoQA", "ProofWriter", "AR-LSAT"):

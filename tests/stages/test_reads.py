@@ -4,8 +4,8 @@ from collections import Counter
 from itertools import count
 
 from logicpipe.core import stagefile
-from logicpipe.fakellm import FakeOpenAI
 from logicpipe.stages import RunConfig, run
+from logicpipe.testing import FakeOpenAI
 
 BROKEN = "Domain:\n1: leftmost\nVariables:\nx [IN] [1, 2]\nConstraints:\nx >>> {n}\nQuery:\nA) x == 1\n"
 

@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 
-from logicpipe.fakellm import FakeOpenAI, Fault, ScriptedReplies
 from logicpipe.stages.identity import DirectoryLock
+from logicpipe.testing import FakeOpenAI, Fault, ScriptedReplies
 from tests.conftest import ROOT, cli
 
 LD = "LogicalDeduction_dev_gpt-4.json"

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -22,7 +23,13 @@ class Fault:
     status: int | None = None
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
-    malformed: bool = False
+    malformed: bool = False  # a 200 whose JSON body stops half-way
+    body: bytes | None = None  # a 200 with exactly these bytes as its body (nested brackets, bad UTF-8)
+    usage: dict[str, Any] | None = None  # replaces the reply's usage block (prompt_tokens "10" or 10.5)
+    content: str | None = None  # replaces the reply's text (lone surrogates)
+    oversize: int = 0  # pads the reply's text to this many bytes
+    trickle: float = 0.0  # seconds between single bytes of the reply
+    endless: bool = False  # a 200 whose body never ends
 
 
 class FakeOpenAI:
@@ -32,6 +39,7 @@ class FakeOpenAI:
         self.requests: list[dict] = []
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
+        self._stopping = threading.Event()  # ends endless and trickling replies at shutdown
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
@@ -49,6 +57,7 @@ class FakeOpenAI:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
 
@@ -57,26 +66,53 @@ class FakeOpenAI:
             self.requests.append(body)
             return self._faults.popleft() if self._faults else None
 
-    def _handler(self):
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"  # keep-alive, as real servers do
             disable_nagle_algorithm = True  # headers and body go out in two writes
 
-            def log_message(self, *args: object) -> None:
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
                 return None
 
-            def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+            def _head(self, status: int, length: int | None, headers: dict[str, str] | None = None) -> None:
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(payload)))
+                if length is not None:
+                    self.send_header("Content-Length", str(length))
                 for key, value in (headers or {}).items():
                     self.send_header(key, value)
                 self.end_headers()
+
+            def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+                self._head(status, len(payload), headers)
                 self.wfile.write(payload)
 
+            def _trickle(self, payload: bytes, pause: float) -> None:
+                self._head(200, len(payload))
+                for index in range(len(payload)):
+                    if fake._stopping.wait(pause):
+                        return
+                    self.wfile.write(payload[index:index + 1])
+                    self.wfile.flush()
+
+            def _endless(self) -> None:
+                # No Content-Length and no end: the body goes on until the client hangs up.
+                self.close_connection = True
+                self._head(200, None)
+                self.wfile.write(b'{"id": "x", "choices": [{"message": {"content": "')
+                while not fake._stopping.wait(0.01):
+                    self.wfile.write(b"and on " * 64)
+                    self.wfile.flush()
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+                try:
+                    self._answer()
+                except (BrokenPipeError, ConnectionResetError):
+                    self.close_connection = True  # the client gave up on this reply
+
+            def _answer(self) -> None:
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 # Reply functions route on what the request is for, never on prompt wording.
@@ -85,30 +121,46 @@ class FakeOpenAI:
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, b'{"error": {"message": "not found"}}')
                     return
-                fault = fake._next(body)
-                if fault and fault.delay:
+                fault = fake._next(body) or Fault()
+                if fault.delay:
                     time.sleep(fault.delay)
-                if fault and fault.status:
+                if fault.status:
                     error = {"error": {"message": f"injected {fault.status}", "type": "injected"}}
                     self._send(fault.status, json.dumps(error).encode(), fault.headers)
                     return
-                if fault and fault.malformed:
+                if fault.malformed:
                     self._send(200, b'{"id": "x", "choices": [{"message": ')
                     return
+                if fault.body is not None:
+                    self._send(200, fault.body)
+                    return
+                if fault.endless:
+                    self._endless()
+                    return
                 time.sleep(fake.latency)
-                text = fake.reply(body)
-                prompt = sum(len(m.get("content", "")) for m in body.get("messages", [])) // 4
-                payload = {
-                    "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
-                    "model": body.get("model", "fake"),
-                    "choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": text}}],
-                    "usage": {"prompt_tokens": prompt, "completion_tokens": len(text) // 4,
-                              "total_tokens": prompt + len(text) // 4},
-                }
-                self._send(200, json.dumps(payload).encode())
+                text = fake.reply(body) if fault.content is None else fault.content
+                if fault.oversize:
+                    text += " " * max(0, fault.oversize - len(text))
+                payload = json.dumps(completion(body, text, fault.usage)).encode()
+                if fault.trickle:
+                    self._trickle(payload, fault.trickle)
+                else:
+                    self._send(200, payload)
 
         return Handler
+
+
+def completion(body: dict, text: str, usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A chat-completion reply carrying `text`, with token counts estimated at four characters a token."""
+    prompt = sum(len(m.get("content", "")) for m in body.get("messages", [])) // 4
+    counted = {"prompt_tokens": prompt, "completion_tokens": len(text) // 4,
+               "total_tokens": prompt + len(text) // 4}
+    return {
+        "id": "chatcmpl-fake", "object": "chat.completion", "created": int(time.time()),
+        "model": body.get("model", "fake"),
+        "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
+        "usage": {**counted, **(usage or {})},
+    }
 
 
 class ScriptedReplies:

@@ -1,8 +1,9 @@
 """The one module that talks to language models: any OpenAI-compatible chat endpoint.
 
-It owns concurrency (a semaphore), retries (bounded exponential backoff with jitter that honours
-Retry-After), the on-disk SQLite cache (keyed by everything that changes a reply, sample index
-included), and token accounting.
+It owns concurrency (a semaphore), a total deadline and a size cap on every reply, retries (bounded
+exponential backoff with jitter that honours Retry-After), the on-disk cache (keyed by everything that
+changes a reply, sample index included) and token accounting. A reply is validated in full before it
+is cached or counted: a malformed one is retried like a 5xx, never stored.
 """
 
 from __future__ import annotations
@@ -12,18 +13,27 @@ import hashlib
 import json
 import os
 import random
-import sqlite3
+import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError
 
-from .errors import LLMError, UsageError
+from ..errors import LLMError, UsageError
+from .cache import Cache, CachedReply
 
-_FATAL_STATUS = {400, 401, 403, 404, 422}
+# Worth another try: the server may be busy, restarting or briefly out of capacity.
+_RETRY_STATUS = {408, 409, 429}
+# The key, the account or the model is wrong: every other request of the run would fail the same way.
+_FATAL_STATUS = {401, 403, 404}
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class MalformedReply(Exception):
+    """A 200 reply that is not a usable chat completion (bad JSON, wrong types, too big)."""
 
 
 class LLMSettings(BaseModel):
@@ -32,7 +42,8 @@ class LLMSettings(BaseModel):
     api_key: str | None = None
     max_concurrency: int = Field(default=8, ge=1, le=1024)
     max_retries: int = Field(default=5, ge=0, le=50)
-    timeout: float = Field(default=120.0, gt=0)
+    timeout: float = Field(default=120.0, gt=0)  # seconds for a whole request: connect, headers and body
+    max_reply_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
     backoff_base: float = Field(default=0.5, ge=0)
     backoff_cap: float = Field(default=30.0, ge=0)
     cache_path: Path | None = None
@@ -71,6 +82,44 @@ class Totals:
     failures: dict[str, int] = field(default_factory=dict)
 
 
+class _Message(BaseModel):
+    content: StrictStr
+
+
+class _Choice(BaseModel):
+    message: _Message
+
+
+class _Usage(BaseModel):
+    prompt_tokens: StrictInt = Field(default=0, ge=0)
+    completion_tokens: StrictInt = Field(default=0, ge=0)
+
+
+class _Reply(BaseModel):
+    choices: list[_Choice] = Field(min_length=1)
+    usage: _Usage | None = None  # some local servers send none
+
+
+def parse_reply(data: bytes) -> CachedReply:
+    """The text and token counts of a chat-completion body, or MalformedReply saying what is wrong."""
+    try:
+        raw = json.loads(data)
+        reply = _Reply.model_validate(raw)
+    except RecursionError:
+        raise MalformedReply("the reply nests too deeply to read") from None
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(part) for part in first["loc"]) or "body"
+        raise MalformedReply(f"reply field {where}: {first['msg']}") from None
+    except ValueError as exc:  # bad JSON or bad UTF-8
+        raise MalformedReply(f"the reply is not JSON: {_short(exc, 120)}") from None
+    usage = reply.usage or _Usage()
+    # json.loads joins valid surrogate pairs, so any surrogate left is lone and could not be written
+    # as UTF-8 later; it becomes U+FFFD, as a decoder would make of invalid bytes.
+    text = _LONE_SURROGATE.sub("\ufffd", reply.choices[0].message.content)
+    return CachedReply(text=text, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
+
+
 def request_body(model: str, request: Request) -> dict[str, Any]:
     """The chat-completions body for a request (pure, so tests can check what is sent)."""
     return {"model": model, "messages": request.messages, "temperature": request.temperature,
@@ -87,32 +136,13 @@ def cache_key(model: str, base_url: str, request: Request) -> str:
     return hashlib.sha256(material.encode()).hexdigest()
 
 
-class _Cache:
-    def __init__(self, path: Path):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, timeout=30)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # A reply lost to a power cut is only asked again; fsync per reply would stall the event loop.
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS completions (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        self._db.commit()
-
-    def get(self, key: str) -> dict | None:
-        row = self._db.execute("SELECT value FROM completions WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else None
-
-    def put(self, key: str, value: dict) -> None:
-        self._db.execute("INSERT OR REPLACE INTO completions VALUES (?, ?)", (key, json.dumps(value)))
-        self._db.commit()
-
-    def close(self) -> None:
-        self._db.close()
-
-
 def default_cache_path() -> Path:
-    from .data.fetch import cache_dir
+    from ..data.fetch import cache_dir
 
     return cache_dir() / "llm-cache.sqlite"
+
+
+OnResult = Callable[[Request, "Completion | LLMError"], None]
 
 
 class LLMClient:
@@ -126,21 +156,21 @@ class LLMClient:
             else:
                 raise UsageError("set OPENAI_API_KEY, or --base-url for a local OpenAI-compatible server")
         self._api_key = api_key
-        self._cache = _Cache(settings.cache_path or default_cache_path())
+        self._cache = Cache(settings.cache_path or default_cache_path())
         self.totals = Totals()
 
-    def cost(self) -> float | None:
-        s = self.settings
-        if s.price_prompt is None and s.price_completion is None:
-            return None
-        return round((self.totals.prompt_tokens * (s.price_prompt or 0)
-                      + self.totals.completion_tokens * (s.price_completion or 0)) / 1e6, 6)
+    def run(self, requests: Iterable[Request], on_result: OnResult) -> None:
+        """Send all requests, at most max_concurrency at a time; call on_result as each one ends.
 
-    def run(self, requests: Iterable[Request], on_result: Callable[[Request, Completion | LLMError], None]) -> None:
-        """Send all requests, at most max_concurrency at a time; call on_result as each one ends."""
-        asyncio.run(self._run(list(requests), on_result))
+        If on_result raises (a caller stopping the run), the outstanding requests are cancelled, the
+        client is closed and the exception propagates."""
+        try:
+            asyncio.run(self._run(list(requests), on_result))
+        except BaseException:
+            self.close()
+            raise
 
-    async def _run(self, requests: list[Request], on_result) -> None:
+    async def _run(self, requests: list[Request], on_result: OnResult) -> None:
         import openai
 
         client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0,
@@ -162,6 +192,8 @@ class LLMClient:
                 request, result = await finished
                 on_result(request, result)
         finally:
+            # Reached early only when on_result raised: every task is cancelled and awaited, so none
+            # is left to report an exception nobody retrieved.
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
@@ -175,42 +207,53 @@ class LLMClient:
         if hit is not None:
             self.totals.calls += 1
             self.totals.cached_calls += 1
-            return Completion(hit["text"], hit["prompt_tokens"], hit["completion_tokens"], cached=True)
+            return Completion(hit.text, hit.prompt_tokens, hit.completion_tokens, cached=True)
         attempt = 0
         while True:
             retry_after = None
+            self.totals.requests_sent += 1
             try:
-                self.totals.requests_sent += 1
-                response = await client.chat.completions.create(**request_body(self.settings.model, request),
-                                                                extra_headers=request_headers(request))
-                text = response.choices[0].message.content
-                if not isinstance(text, str):
-                    raise ValueError("the reply has no message content")
-                usage = response.usage
-                prompt_tokens = getattr(usage, "prompt_tokens", 0) or 0
-                completion_tokens = getattr(usage, "completion_tokens", 0) or 0
+                reply = await asyncio.wait_for(self._fetch(client, request), self.settings.timeout)
                 break
             except openai.APIStatusError as exc:
-                if exc.status_code in _FATAL_STATUS:
-                    raise LLMError(f"HTTP {exc.status_code}: {_short(exc)}",
-                                   fatal=exc.status_code in (401, 403, 404)) from exc
+                status = exc.status_code
+                if status not in _RETRY_STATUS and status < 500:
+                    raise LLMError(f"HTTP {status}: {_short(exc)}", fatal=status in _FATAL_STATUS) from exc
                 retry_after = _retry_after(exc)
                 failure: Exception = exc
-            except (openai.APITimeoutError, openai.APIConnectionError) as exc:
+            except asyncio.TimeoutError as exc:
+                failure = TimeoutError(f"no complete reply within {self.settings.timeout:g} s")
+                failure.__cause__ = exc
+            except (openai.APITimeoutError, openai.APIConnectionError, MalformedReply) as exc:
                 failure = exc
-            except (openai.APIResponseValidationError, ValueError, TypeError, AttributeError, IndexError) as exc:
-                failure = exc  # a malformed body: worth another try
             if attempt >= self.settings.max_retries:
                 raise LLMError(f"gave up after {attempt + 1} attempts: {type(failure).__name__}: "
                                f"{_short(failure)}", transient=True) from failure
             await asyncio.sleep(self._delay(attempt, retry_after))
             attempt += 1
-        self._cache.put(key, {"text": text, "prompt_tokens": prompt_tokens, "completion_tokens": completion_tokens,
-                              "model": self.settings.model, "time": time.time()})
+        self._cache.put(key, reply, model=self.settings.model, time=time.time())
         self.totals.calls += 1
-        self.totals.prompt_tokens += prompt_tokens
-        self.totals.completion_tokens += completion_tokens
-        return Completion(text, prompt_tokens, completion_tokens, cached=False)
+        self.totals.prompt_tokens += reply.prompt_tokens
+        self.totals.completion_tokens += reply.completion_tokens
+        return Completion(reply.text, reply.prompt_tokens, reply.completion_tokens, cached=False)
+
+    async def _fetch(self, client: Any, request: Request) -> CachedReply:
+        """One attempt: the whole body, read up to the size cap, then validated."""
+        cap = self.settings.max_reply_bytes
+        over = f"the reply is over the {cap}-byte cap"
+        async with client.chat.completions.with_streaming_response.create(
+                **request_body(self.settings.model, request), extra_headers=request_headers(request)) as response:
+            declared = response.headers.get("content-length", "")
+            if declared.isdigit() and int(declared) > cap:
+                raise MalformedReply(over)
+            chunks: list[bytes] = []
+            size = 0
+            async for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > cap:
+                    raise MalformedReply(over)
+                chunks.append(chunk)
+        return parse_reply(b"".join(chunks))
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -230,6 +273,6 @@ def _retry_after(exc: Any) -> float | None:
         return None
 
 
-def _short(exc: Exception) -> str:
-    text = str(exc).replace("\n", " ")
-    return text[:300]
+def _short(exc: Exception, limit: int = 300) -> str:
+    text = " ".join(str(exc).split())
+    return text[:limit]
