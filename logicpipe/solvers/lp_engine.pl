@@ -9,7 +9,7 @@
 % Programs are Datalog (no function symbols), so the set of facts is finite and saturation ends even
 % for cyclic rule sets. The caller's wall-clock limit guards against combinatorial blow-up (it kills
 % and restarts the engine); no library(time) alarm here, since its helper thread can make halt/0 hang.
-:- dynamic known/4.       % known(N, Atom, Source, PremiseNumbers)
+:- dynamic known/6.       % known(P, V, Args, N, Source, PremiseNumbers): indexed on the predicate
 :- dynamic counter/1.
 :- dynamic fact/2.
 :- dynamic rule/3.
@@ -30,7 +30,7 @@ serve :-
     fail.
 
 reset :-
-    retractall(known(_, _, _, _)),
+    retractall(known(_, _, _, _, _, _)),
     retractall(counter(_)),
     assertz(counter(0)),
     retractall(fact(_, _)),
@@ -75,18 +75,20 @@ message_text(E, Text) :-
     exclude(==(""), Parts0, Parts),
     atomic_list_concat(Parts, ' ', Text).
 
-add(Atom, Source, Premises) :-
-    (   known(_, Old, _, _), subsumes_term(Old, Atom)
+add(a(P, Args, V), Source, Premises) :-
+    (   subsumed(P, V, Args)
     ->  true
     ;   retract(counter(N)), N1 is N + 1, assertz(counter(N1)),
-        assertz(known(N1, Atom, Source, Premises))
+        assertz(known(P, V, Args, N1, Source, Premises))
     ).
 
+subsumed(P, V, Args) :- known(P, V, Old, _, _, _), subsumes_term(Old, Args), !.
+
 holds_all([], []).
-holds_all([A|As], [N|Ns]) :- known(N, A, _, _), holds_all(As, Ns).
+holds_all([a(P, Args, V)|As], [N|Ns]) :- known(P, V, Args, N, _, _), holds_all(As, Ns).
 
 rounds :-
-    findall(H-Id-Ns, (rule(Id, H, Body), holds_all(Body, Ns), \+ (known(_, K, _, _), subsumes_term(K, H))), New),
+    findall(H-Id-Ns, (rule(Id, H, Body), holds_all(Body, Ns), H = a(P, Args, V), \+ subsumed(P, V, Args)), New),
     (   New == []
     ->  true
     ;   forall(member(H-Id-Ns, New), add(H, Id, Ns)),
@@ -98,7 +100,7 @@ saturate :-
     rounds.
 
 show :-
-    forall(known(N, a(P, Args, V), Source, Premises),
+    forall(known(P, V, Args, N, Source, Premises),
            ( numbervars(Args, 0, _),
              atomic_list_concat(Premises, ',', PremiseText),
              format("~w\t~w\t~w\t~w\t~w\t~w~n", [N, P, Args, V, Source, PremiseText]) )).
