@@ -16,6 +16,8 @@
 
 serve :-
     prompt(_, ''),
+    set_stream(user_input, encoding(utf8)),
+    set_stream(user_output, encoding(utf8)),
     repeat,
     reset,
     read_program([], Refused),

@@ -70,7 +70,7 @@ class PrologEngine:
                 raise self._died()
             chunks.append(chunk)
             tail = (tail + chunk)[-(len(_END) + 1):]
-        return b"".join(chunks).decode()
+        return b"".join(chunks).decode(errors="replace")
 
     def _died(self) -> ProgramExecutionError:
         code = self.process.wait()
