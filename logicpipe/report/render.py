@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 from rich.tree import Tree
 
 from ..core.records import SolveRecord
+from ..solvers.lp import goal_tree_lines
 
 
 def render_summary(console: Console, metrics: dict, stages: list) -> None:
@@ -38,7 +40,10 @@ def render_explanation(console: Console, record: SolveRecord) -> None:
     explanation = record.explanation or {}
     if "goal_tree" in explanation:
         tree = Tree(title)
-        _add_goal(tree, explanation["goal_tree"])
+        branches = [tree]
+        for depth, text in goal_tree_lines(explanation):
+            del branches[depth + 1:]
+            branches.append(branches[depth].add(Text(text)))
         console.print(tree)
     elif "proof" in explanation:
         console.print(title)
@@ -49,10 +54,3 @@ def render_explanation(console: Console, record: SolveRecord) -> None:
             console.print(explanation, markup=False)
         else:
             console.print("no explanation stored for this record")
-
-
-def _add_goal(parent: Tree, node: dict) -> None:
-    label = node["goal"] + (f"  [dim]({node['by']})[/dim]" if node.get("by") else "")
-    branch = parent.add(label)
-    for child in node.get("children", []):
-        _add_goal(branch, child)

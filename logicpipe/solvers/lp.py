@@ -1,30 +1,33 @@
 """Logic programming for ProntoQA and ProofWriter on SWI-Prolog.
 
 Program: `Predicates:`, `Facts:`, `Rules:` (`A($x, True) && B($x, False) >>> C($x, True)`), `Query:`,
-with `:::` comments. Each problem runs in its own `swipl` process (nothing leaks between problems),
-which saturates the program by forward chaining and reports every derived fact with its derivation.
+with `:::` comments. A long-lived engine (lp_prolog.py) saturates each program by forward chaining and
+reports every derived fact with its derivation; the query is then looked up among them.
 """
 
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
-import tempfile
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from ..errors import PrerequisiteError, ProgramExecutionError, ProgramParseError, SolverTimeout
+from ..errors import ProgramExecutionError, ProgramParseError
 from .base import Limits, SolverResult
-from .sections import walk_sections
+from .lp_prolog import run_program, swipl_path
+from .sections import lines_note, quote, walk_sections
 
 SECTIONS = ("Predicates", "Facts", "Rules", "Query")
-ENGINE = Path(__file__).with_name("lp_engine.pl")
+# The explanation keeps at most this many goal-tree nodes, and this much of each node's text.
+MAX_GOAL_NODES = 1000
+MAX_NODE_TEXT = 500
 _ATOM = re.compile(r"^\s*([A-Za-z_]\w*)\s*\(([^()]*)\)\s*$")
-_NAME = re.compile(r"^(\$[A-Za-z_]\w*|\w[\w ]*)$")
+_NAME = re.compile(r"^(\$\w+|\w[\w ]*)$")
+_QUOTED = re.compile(r"""^(?:'([^'"$\s][^'"]*)'|"([^'"$\s][^'"]*)")$""")
 # Classical negation written as a prefix: in this two-valued encoding, not P(a, True) is P(a, False).
 _NEGATED = re.compile(r"^\s*(?:!|~|¬|not\s+)\s*(.*)$|^\s*Not\s*\((.*)\)\s*$", re.IGNORECASE)
+# What models write in a query's truth-value slot when they mean "is this so?".
+_PLACEHOLDERS = {"bool", "Bool", "Unknown", "unknown"}
 
 
 @dataclass(frozen=True)
@@ -49,36 +52,68 @@ class LPProgram:
     facts: list[tuple[Atom, str]] = field(default_factory=list)
     rules: list[Rule] = field(default_factory=list)
     query: Atom | None = None
+    notes: list[str] = field(default_factory=list)  # what the parser ignored, for explanation["ignored"]
 
 
-def parse_atom(text: str, line: int | None) -> Atom:
+def _split_atom(text: str, line: int | None) -> tuple[str, list[str], bool | None]:
+    """(predicate, arguments, truth value or None when the atom does not spell one)."""
     negated = _NEGATED.match(text)
     if negated:
-        inner = parse_atom(negated.group(1) or negated.group(2), line)
-        return Atom(inner.predicate, inner.args, not inner.value)
+        predicate, args, value = _split_atom(negated.group(1) or negated.group(2), line)
+        return predicate, args, value is False
     match = _ATOM.match(text)
     if not match:
         raise ProgramParseError("expected an atom such as Pred(arg, True)", line, text=text)
     args = [" ".join(a.split()) for a in match.group(2).split(",")] if match.group(2).strip() else []
-    value = True
+    value = None
     if args and args[-1] in ("True", "False"):
         value = args.pop() == "True"
-    for arg in args:
-        if not _NAME.match(arg):
+    for index, arg in enumerate(args):
+        quoted = _QUOTED.match(arg)
+        if quoted:
+            args[index] = quoted.group(1) or quoted.group(2)
+        elif not _NAME.match(arg):
             raise ProgramParseError(f"bad argument '{arg}' (constants are names, variables are $names)", line, text=text)
     if not args:
         raise ProgramParseError("an atom needs at least one argument besides its truth value", line, text=text)
-    return Atom(match.group(1), tuple(args), value)
+    return match.group(1), args, value
 
 
-def _parse_rule(code: str, number: int) -> Rule:
+def parse_atom(text: str, line: int | None) -> Atom:
+    predicate, args, value = _split_atom(text, line)
+    return Atom(predicate, tuple(args), value is not False)
+
+
+def _parse_rules(code: str, number: int) -> list[Rule]:
     body_text, _, head_text = code.partition(">>>")
     if ">>>" in head_text:
         raise ProgramParseError("a rule has exactly one '>>>'", number, text=code)
     body = [parse_atom(part, number) for part in body_text.split("&&")]
-    # A conclusion variable that no premise binds reads as "for everything": the engine derives a
-    # general fact, which later matches any constant.
-    return Rule(body, parse_atom(head_text, number), code)
+    # A conjunctive conclusion derives each of its atoms. A conclusion variable that no premise binds
+    # reads as "for everything": the engine derives a general fact, which later matches any constant.
+    return [Rule(body, parse_atom(part, number), code) for part in head_text.split("&&")]
+
+
+def _parse_query(text: str, number: int, arities: dict[str, set[int]], notes: list[str]) -> Atom:
+    predicate, args, value = _split_atom(text, number)
+    last = args[-1]
+    if value is None and len(args) > 1 and (last in _PLACEHOLDERS or last.startswith("$")
+                                            or len(args) - 1 in arities.get(predicate, ())):
+        # The Predicates: declaration `P($x, bool)` says this slot holds the truth value: a placeholder
+        # there asks whether the atom is True.
+        args.pop()
+        value = True
+        notes.append(f"read the placeholder {quote(last)} in the query's truth-value slot as True")
+    if any(a.startswith("$") for a in args):
+        raise ProgramParseError("the query must not contain variables", number, text=text)
+    return Atom(predicate, tuple(args), value is not False)
+
+
+def _arities(atoms: Iterable[Atom]) -> dict[str, set[int]]:
+    found: dict[str, set[int]] = {}
+    for atom in atoms:
+        found.setdefault(atom.predicate, set()).add(len(atom.args))
+    return found
 
 
 class LPSolver:
@@ -90,58 +125,49 @@ class LPSolver:
 
     def parse(self, text: str) -> LPProgram:
         program = LPProgram()
-        for line in walk_sections(text, SECTIONS):
+        query: tuple[str, int] | None = None
+        after_query: list[str] = []
+        not_declarations: list[str] = []
+        for line in walk_sections(text, SECTIONS, notes=program.notes):
             if line.section == "Predicates":
-                parse_atom(line.code.replace("bool", "True"), line.number)
-                continue
-            if line.section == "Query":
-                if program.query is not None:
-                    raise ProgramParseError("only one query is supported", line.number, text=line.raw)
-                atom = parse_atom(line.code, line.number)
-                if any(a.startswith("$") for a in atom.args):
-                    raise ProgramParseError("the query must not contain variables", line.number, text=line.raw)
-                program.query = atom
-                continue
+                # Documentation only, as in Logic-LM: a declaration is never read.
+                if not _ATOM.match(line.code):
+                    not_declarations.append(line.raw)
+            elif line.section == "Query":
+                # Logic-LM uses the first query line; models follow it with their own answer or notes.
+                if query is None:
+                    query = (line.code, line.number)
+                else:
+                    after_query.append(line.raw)
             # A line's own syntax says what it is: LLMs put rules under Facts: and facts under Rules:.
-            if ">>>" in line.code:
-                program.rules.append(_parse_rule(line.code, line.number))
+            elif ">>>" in line.code:
+                program.rules.extend(_parse_rules(line.code, line.number))
             else:
                 program.facts.append((parse_atom(line.code, line.number), line.comment or line.code))
-        if program.query is None:
+        if not_declarations:
+            program.notes.append(lines_note(len(not_declarations), "in Predicates: that are not declarations",
+                                            not_declarations[0]))
+        if query is None:
             raise ProgramParseError("missing 'Query:' section or query")
-        if not program.facts:
-            raise ProgramParseError("the program has no facts")
+        if not program.facts and not program.rules:
+            raise ProgramParseError("the program has no facts and no rules")
+        atoms = [atom for atom, _ in program.facts] + [a for r in program.rules for a in (r.head, *r.body)]
+        program.query = _parse_query(*query, _arities(atoms), program.notes)
+        if after_query:
+            program.notes.append(lines_note(len(after_query), "after the query", after_query[0]))
         return program
 
     def execute(self, program: LPProgram, limits: Limits) -> SolverResult:
         table = _Symbols()
-        prolog = _to_prolog(program, table)
-        with tempfile.TemporaryDirectory(prefix="logicpipe-lp-") as tmp:
-            path = Path(tmp) / "program.pl"
-            path.write_text(prolog)
-            command = [swipl_path(), "-q", f"--stack-limit={max(64, limits.memory_mb // 2)}m",
-                       "-g", "main", "-t", "halt(1)", str(ENGINE), str(path)]
-            try:
-                done = subprocess.run(command, capture_output=True, text=True, timeout=limits.seconds,
-                                      stdin=subprocess.DEVNULL)
-                output, code, errors = done.stdout, done.returncode, done.stderr
-            except subprocess.TimeoutExpired as exc:
-                output = exc.stdout.decode() if isinstance(exc.stdout, bytes) else (exc.stdout or "")
-                if not output.endswith("END\n"):
-                    raise SolverTimeout(f"saturation did not finish within {limits.seconds:g} s") from None
-                code, errors = 0, ""  # finished; only the exit lingered
-        if code != 0 or not output.endswith("END\n"):
-            message = (errors.strip().splitlines() or ["no message"])[-1]
-            raise ProgramExecutionError(f"SWI-Prolog failed (exit {code}): {message}")
-        known = _read_known(output, table)
-        return _answer(program, known)
-
-
-def swipl_path() -> str:
-    path = shutil.which("swipl")
-    if path is None:
-        raise PrerequisiteError("SWI-Prolog (swipl) not found; install it with: apt-get install swi-prolog-nox")
-    return path
+        output = run_program(_to_prolog(program, table), limits.seconds, max(64, limits.memory_mb // 2))
+        refused = [line.partition("\t")[2] for line in output.splitlines() if line.startswith("ERROR\t")]
+        if refused:
+            raise ProgramExecutionError(f"SWI-Prolog refused the program: {'; '.join(refused)}")
+        result = _answer(program, _read_known(output, table))
+        if program.notes:
+            assert result.explanation is not None
+            result.explanation["ignored"] = list(program.notes)
+        return result
 
 
 class _Symbols:
@@ -161,20 +187,19 @@ class _Symbols:
 
 
 def _term(atom: Atom, table: _Symbols) -> str:
-    args = [("V_" + a[1:]) if a.startswith("$") else table.name(a, "c") for a in atom.args]
+    # Variables get Prolog names too (V0, V1, ...): derived facts print them numbered, never by name.
+    args = [table.name(a, "V") if a.startswith("$") else table.name(a, "c") for a in atom.args]
     return f"a({table.name(atom.predicate, 'p')}, [{', '.join(args)}], {'true' if atom.value else 'false'})"
 
 
 def _to_prolog(program: LPProgram, table: _Symbols) -> str:
-    lines = [":- style_check(-singleton)."]
+    lines = []
     for index, (atom, _) in enumerate(program.facts):
         lines.append(f"fact(f{index}, {_term(atom, table)}).")
     for index, rule in enumerate(program.rules):
         body = ", ".join(_term(a, table) for a in rule.body)
         lines.append(f"rule(r{index}, {_term(rule.head, table)}, [{body}]).")
-    if not program.rules:
-        lines.append("rule(_, _, _) :- fail.")
-    return "\n".join(lines) + "\n"
+    return "".join(line + "\n" for line in lines)
 
 
 @dataclass
@@ -193,7 +218,7 @@ def _read_known(output: str, table: _Symbols) -> dict[str, _Known]:
             continue
         number, predicate, args, value, source, premises = parts
         names = [a for a in args.strip("[]").split(",") if a]
-        decoded = tuple(table.back.get(a, "$" + a) for a in names)
+        decoded = tuple(table.back[a] if a[0] == "c" and a in table.back else "$" + a for a in names)
         atom = Atom(table.back[predicate], decoded, value == "true")
         known[number] = _Known(number, atom, source, [p for p in premises.split(",") if p])
     return known
@@ -220,20 +245,82 @@ def _answer(program: LPProgram, known: dict[str, _Known]) -> SolverResult:
     refuted = next((k for k in known.values() if _matches(k.atom, opposite)), None)
     explanation: dict[str, Any] = {"query": str(query), "derived_facts": len(known)}
     if proved and refuted:
-        explanation["goal_tree"] = {"goal": "inconsistent", "by": "both values derived",
-                                    "children": [_tree(proved, known, program), _tree(refuted, known, program)]}
+        explanation["goal_tree"] = _goal_tree([proved, refuted], known, program)
         return SolverResult(None, explanation, no_answer=f"inconsistent: both {query} and {opposite} are derived")
     if proved:
-        explanation["goal_tree"] = _tree(proved, known, program)
+        explanation["goal_tree"] = _goal_tree([proved], known, program)
         return SolverResult("True", explanation)
     if refuted:
-        explanation["goal_tree"] = _tree(refuted, known, program)
+        explanation["goal_tree"] = _goal_tree([refuted], known, program)
         return SolverResult("False", explanation)
     return SolverResult("Unknown", explanation)
 
 
-def _tree(node: _Known, known: dict[str, _Known], program: LPProgram) -> dict[str, Any]:
-    kind, index = node.source[0], int(node.source[1:])
-    by = f"fact: {program.facts[index][1]}" if kind == "f" else f"rule: {program.rules[index].text}"
-    return {"goal": str(node.atom), "by": by,
-            "children": [_tree(known[p], known, program) for p in node.premises]}
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_NODE_TEXT else text[:MAX_NODE_TEXT - 3] + "..."
+
+
+def _goal_tree(roots: list[_Known], known: dict[str, _Known], program: LPProgram) -> dict[str, Any]:
+    """The derivation as a flat node table: {"nodes": [{"goal", "by", "children": [ids]}], ...}, node 0
+    the root. A fact used by several derivations is one node, referenced by id, so the table grows with
+    the facts used, never with the number of paths; it holds at most MAX_GOAL_NODES nodes."""
+    nodes: list[dict[str, Any]] = []
+    derived: list[_Known | None] = []  # the fact behind each node; None for the "inconsistent" root
+    ids: dict[str, int] = {}
+    omitted = 0
+
+    def node_for(item: _Known) -> int | None:
+        nonlocal omitted
+        if item.number not in ids:
+            if len(nodes) >= MAX_GOAL_NODES:
+                omitted += 1
+                return None
+            ids[item.number] = len(nodes)
+            kind, source = item.source[0], int(item.source[1:])
+            by = f"fact: {program.facts[source][1]}" if kind == "f" else f"rule: {program.rules[source].text}"
+            nodes.append({"goal": str(item.atom), "by": _clip(by), "children": []})
+            derived.append(item)
+        return ids[item.number]
+
+    if len(roots) > 1:
+        nodes.append({"goal": "inconsistent", "by": "both values derived", "children": []})
+        derived.append(None)
+        nodes[0]["children"] = [node_for(root) for root in roots]
+    else:
+        node_for(roots[0])
+    # Breadth first, so a truncated table keeps the steps nearest the answer.
+    index = 0
+    while index < len(nodes):
+        item = derived[index]
+        for premise in item.premises if item else []:
+            child = node_for(known[premise])
+            if child is not None:
+                nodes[index]["children"].append(child)
+        index += 1
+    tree: dict[str, Any] = {"nodes": nodes}
+    if omitted:
+        tree["truncated"] = f"kept the first {MAX_GOAL_NODES} nodes; {omitted} premise links not stored"
+    return tree
+
+
+def goal_tree_lines(explanation: dict[str, Any]) -> list[tuple[int, str]]:
+    """The goal tree as (depth, text) lines for a renderer, root at depth 0. A node that several
+    derivations share is expanded once and then shown as a reference."""
+    tree = explanation.get("goal_tree") or {}
+    nodes = tree.get("nodes") or []
+    lines: list[tuple[int, str]] = []
+    shown: set[int] = set()
+    stack = [(0, 0)] if nodes else []
+    while stack:
+        node_id, depth = stack.pop()
+        node = nodes[node_id]
+        text = node["goal"] + (f"  ({node['by']})" if node.get("by") else "")
+        if node_id in shown:
+            lines.append((depth, text + "  [shown above]"))
+            continue
+        shown.add(node_id)
+        lines.append((depth, text))
+        stack.extend((child, depth + 1) for child in reversed(node["children"]))
+    if tree.get("truncated"):
+        lines.append((0, f"(goal tree truncated: {tree['truncated']})"))
+    return lines

@@ -2,16 +2,33 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from ..errors import ProgramParseError
+
+# Where a model's output runs on past the program: Logic-LM's stop sequence (a line of dashes) or a
+# rule of = or #, and the headers of a next problem or of commentary.
+_END_OF_PROGRAM = re.compile(
+    r"^\s*(?:[-=#]{3,}\s*$|(?:Problem|Context|Question|Options|Explanation|Example)\s*\d*\s*:)", re.IGNORECASE)
 
 
 def split_comment(line: str) -> tuple[str, str]:
     """'formula ::: comment' -> ('formula', 'comment')."""
     code, _, comment = line.partition(":::")
     return code.strip(), comment.strip()
+
+
+def quote(text: str, limit: int = 60) -> str:
+    """A short, single-line rendering of dropped text for a note."""
+    text = " ".join(text.split())
+    return repr(text if len(text) <= limit else text[:limit - 3] + "...")
+
+
+def lines_note(count: int, where: str, first: str) -> str:
+    """'ignored 2 lines after the query: 'Answer: Unknown.'' -- one wording for every ignored run."""
+    return f"ignored {count} line{'s' if count != 1 else ''} {where}: {quote(first)}"
 
 
 @dataclass
@@ -24,14 +41,21 @@ class SourceLine:
 
 
 def walk_sections(text: str, names: tuple[str, ...], aliases: dict[str, str] | None = None,
-                  unique: bool = True, seen: set[str] | None = None) -> Iterator[SourceLine]:
+                  unique: bool = False, seen: set[str] | None = None,
+                  notes: list[str] | None = None) -> Iterator[SourceLine]:
     """Yield every non-blank line under its section. Header lines (`Name:`) switch the section and
-    are collected in `seen`; text before the first header is a parse error, and so is a repeated
-    header when `unique`."""
+    are collected in `seen`; a repeated header continues its section (merged), unless `unique`.
+
+    With a `notes` list, the walker also reads unseen model output leniently and says what it dropped
+    there: text before the first header is skipped, and the program ends at a line of dashes or a next
+    `Problem:`/`Question:`/... header. Without one, nothing is dropped: text before the first header
+    is a parse error."""
     aliases = aliases or {}
     section = None
     seen = set() if seen is None else seen
-    for number, raw in enumerate(text.splitlines(), start=1):
+    lines = text.splitlines()
+    leading: list[str] = []
+    for number, raw in enumerate(lines, start=1):
         code, comment = split_comment(raw)
         header = code.rstrip(":").strip()
         if code.endswith(":") and (header in names or header in aliases):
@@ -40,9 +64,19 @@ def walk_sections(text: str, names: tuple[str, ...], aliases: dict[str, str] | N
                 raise ProgramParseError(f"section '{header}:' appears twice", number)
             section = header
             seen.add(header)
+            if leading and notes is not None:
+                notes.append(lines_note(len(leading), "before the first section header", leading[0]))
+                leading = []
             continue
         if not code:
             continue
+        if notes is not None and section is not None and _END_OF_PROGRAM.match(raw):
+            rest = [line for line in lines[number - 1:] if line.strip()]
+            notes.append(lines_note(len(rest), "after the end of the program", rest[0]))
+            break
         if section is None:
-            raise ProgramParseError("text before the first section header", number, text=raw)
+            if notes is None:
+                raise ProgramParseError("text before the first section header", number, text=raw)
+            leading.append(raw)
+            continue
         yield SourceLine(section, number, code, comment, raw)
