@@ -37,7 +37,7 @@ def bars(title: str, groups: list[tuple[str, list[tuple[str, float]]]], scale: f
         x += 24 + 7 * len(name)
     height = y + 22
     width = _LABEL + _BAR + 60
-    return (f'<svg class="chart" xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+    return (f'<svg class="chart" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">'
             f'<text x="0" y="16" class="title">{escape(title)}</text>{"".join(rows)}{"".join(legend)}</svg>')
 

@@ -128,6 +128,8 @@
       el("tbody", null, ...rows.map((r) => el("tr", null, ...columns.map((c) => el("td", null, scalar(r[c])))))));
   }
 
+  const isEmpty = (v) => v === null || v === undefined || v === "" || (Array.isArray(v) && !v.length)
+    || (isObject(v) && !Object.keys(v).length);
   const scalar = (v) => (isObject(v) || Array.isArray(v) ? JSON.stringify(v) : text(v));
   const isScalar = (v) => v === null || typeof v !== "object";
 
@@ -152,14 +154,14 @@
     const box = el("div", { class: "explanation" });
     const rest = {};
     for (const [key, value] of Object.entries(explanation)) {
-      if (isGoal(value)) box.append(el("h4", null, key), el("div", { class: "goal-tree" }, goalNode(value)));
+      if (isGoal(value)) box.append(el("h4", null, key.replace(/_/g, " ")), el("div", { class: "goal-tree" }, goalNode(value)));
       else if (key === "proof" && typeof value === "string") box.append(el("h4", null, "proof"), el("pre", { class: "proof" }, value));
       else if (key === "options" && isObject(value) && Object.values(value).every(isScalar))
         box.append(el("h4", null, "option values"), recordsTable([value]));
       else if (key === "sample" && Array.isArray(value)) box.append(el("h4", null, "solutions"), valueTree(value));
       else rest[key] = value;
     }
-    if (Object.keys(rest).length) box.prepend(valueTree(rest, "explanation"));
+    box.prepend(...Object.entries(rest).map(([key, value]) => valueTree(value, key)));
     return box;
   }
 
@@ -172,7 +174,12 @@
     section.append(el("h4", null, "program"), programView(round.program, round.error_line));
     section.append(field("verdict", round.verdict));
     section.append(el("h4", null, "solver explanation"), explanationView(round.explanation));
-    if (round.details && Object.keys(round.details).length) section.append(valueTree(round.details, "record fields"));
+    const details = Object.fromEntries(Object.entries(round.details || {}).filter(([, v]) => !isEmpty(v)));
+    if (Object.keys(details).length) {
+      const fields = valueTree(details, "other record fields");
+      fields.open = false;
+      section.append(fields);
+    }
     return section;
   }
 
@@ -191,6 +198,8 @@
     p.rounds.forEach((round, i) => detail.append(roundView(round, i === p.rounds.length - 1)));
   }
 
-  for (const id of ["f-dataset", "f-outcome", "f-category", "f-rounds", "f-search"]) $(id).addEventListener("input", renderTable);
+  // Selects report a choice as "change" (some browsers send no "input" for them); the search box as "input".
+  for (const id of ["f-dataset", "f-outcome", "f-category", "f-rounds"]) $(id).addEventListener("change", renderTable);
+  $("f-search").addEventListener("input", renderTable);
   renderTable();
 })();

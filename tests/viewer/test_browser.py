@@ -1,0 +1,132 @@
+"""The viewer page in a real headless chromium (Debian's chromium and chromium-driver, driven by selenium;
+scripts/browser-setup.sh installs them). Run with: pytest -m browser tests/viewer."""
+
+import json
+import shutil
+
+import pytest
+
+from tests.conftest import cli
+from tests.viewer.conftest import INJECTED_ID, INJECTION
+from tests.viewer.pages import records
+
+pytestmark = pytest.mark.browser
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+DRIVER = shutil.which("chromedriver")
+if not (CHROMIUM and DRIVER):
+    pytest.skip("chromium and chromium-driver are not installed (run scripts/browser-setup.sh)",
+                allow_module_level=True)
+webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (run scripts/browser-setup.sh)")
+from selenium.common.exceptions import NoAlertPresentException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support.ui import Select  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def page(viewer_run, data_dir, tmp_path_factory):
+    target = tmp_path_factory.mktemp("page") / "report.html"
+    done = cli("view", str(viewer_run), "--out", str(target), "--data-dir", str(data_dir))
+    assert done.returncode == 0, done.stderr
+    return target
+
+
+@pytest.fixture(scope="module")
+def browser():
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1500,1000"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    driver = webdriver.Chrome(options=options, service=webdriver.ChromeService(executable_path=DRIVER))
+    yield driver
+    driver.quit()
+
+
+@pytest.fixture
+def opened(browser, page):
+    browser.get(page.as_uri())
+    browser.get_log("browser")  # start each test with an empty console
+    return browser
+
+
+def rows(driver):
+    return driver.find_elements(By.CSS_SELECTOR, "#problem-table tbody tr")
+
+
+def row_ids(driver):
+    return [row.find_element(By.CSS_SELECTOR, "td.id").text for row in rows(driver)]
+
+
+def open_problem(driver, problem_id):
+    Select(driver.find_element(By.ID, "f-dataset")).select_by_value("")
+    search = driver.find_element(By.ID, "f-search")
+    search.clear()
+    search.send_keys(problem_id)
+    match = [row for row in rows(driver) if row.find_element(By.CSS_SELECTOR, "td.id").text == problem_id]
+    match[0].click()
+    return driver.find_element(By.ID, "detail")
+
+
+def assert_no_alert(driver):
+    with pytest.raises(NoAlertPresentException):
+        driver.switch_to.alert.text  # noqa: B018 - reading it is what raises when there is none
+
+
+def test_page_loads_with_no_console_errors(browser, page, tmp_path):
+    browser.get(page.as_uri())
+    errors = [entry for entry in browser.get_log("browser") if entry["level"] in ("SEVERE", "WARNING")]
+    assert errors == []
+    assert len(rows(browser)) == 50
+    assert browser.find_element(By.ID, "count").text == "50 of 50 problems"
+    assert_no_alert(browser)
+    shot = tmp_path / "viewer.png"
+    assert browser.save_screenshot(str(shot)) and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_filters_narrow_the_table(opened, viewer_run):
+    evaluated = records(viewer_run / "ar-lsat" / "evaluate.jsonl")
+    Select(opened.find_element(By.ID, "f-dataset")).select_by_value("ar-lsat")
+    assert row_ids(opened) == [r["id"] for r in evaluated]
+    Select(opened.find_element(By.ID, "f-category")).select_by_value("parse")
+    assert row_ids(opened) == [r["id"] for r in evaluated if r["error"] and r["error"]["category"] == "parse"]
+    Select(opened.find_element(By.ID, "f-outcome")).select_by_value("correct")
+    assert row_ids(opened) == [r["id"] for r in evaluated
+                               if r["error"] and r["error"]["category"] == "parse" and r["correct"]]
+    for select in ("f-dataset", "f-category", "f-outcome"):
+        Select(opened.find_element(By.ID, select)).select_by_value("")
+    Select(opened.find_element(By.ID, "f-rounds")).select_by_value("1")
+    assert row_ids(opened) == [INJECTED_ID]
+    assert opened.find_element(By.ID, "count").text == "1 of 50 problems"
+
+
+def test_drill_down_shows_the_goal_tree(opened, viewer_run):
+    solved = records(viewer_run / "prontoqa" / "solve.jsonl")[1]
+    tree = solved["explanation"]["goal_tree"]
+    detail = open_problem(opened, solved["id"])
+    nodes = detail.find_elements(By.CSS_SELECTOR, ".goal-tree details.goal-node")
+
+    def count(node):
+        return 1 + sum(count(child) for child in node.get("children", []))
+
+    assert len(nodes) == count(tree) > 1
+    top = nodes[0].find_element(By.TAG_NAME, "summary").text
+    assert tree["goal"] in top and tree["by"] in top
+    leaf = nodes[-1].find_element(By.TAG_NAME, "summary").text
+    assert leaf.startswith(json.dumps(tree).split('"goal": "')[-1].split('"')[0])
+    # Collapsible: closing the root hides the rest of the tree.
+    nodes[0].find_element(By.TAG_NAME, "summary").click()
+    assert not nodes[1].is_displayed()
+
+
+def test_drill_down_marks_the_error_line_and_shows_model_text_as_text(opened):
+    detail = open_problem(opened, INJECTED_ID)
+    first = detail.find_element(By.CSS_SELECTOR, "details.round[data-round='0']")
+    first.find_element(By.TAG_NAME, "summary").click()
+    marked = first.find_elements(By.CSS_SELECTOR, ".error-line")
+    assert len(marked) == 1 and marked[0].get_attribute("data-line") == "3"
+    assert INJECTION in marked[0].text
+    removed = detail.find_elements(By.CSS_SELECTOR, "details.round[data-round='1'] pre.diff .del")
+    assert [line.text for line in removed] == ["-" + INJECTION]
+    assert opened.execute_script("return document.scripts.length") == 2
+    assert_no_alert(opened)
