@@ -130,3 +130,30 @@ def test_drill_down_marks_the_error_line_and_shows_model_text_as_text(opened):
     assert [line.text for line in removed] == ["-" + INJECTION]
     assert opened.execute_script("return document.scripts.length") == 2
     assert_no_alert(opened)
+
+
+def test_unknown_explanation_shapes_render_as_trees(browser, viewer_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(viewer_run / "prontoqa", run / "prontoqa")
+    solve = records(run / "prontoqa" / "solve.jsonl")
+    # A goal tree in another shape (premises instead of children, a dict for the rule), a nested
+    # unknown shape, and explanations that are not objects at all.
+    solve[1]["explanation"] = {"goal_tree": {"goal": "Sour(Max, False)", "rule": {"head": "Sour", "line": 7},
+                                             "premises": [{"goal": "Tumpus(Max, True)", "fact": True}]}}
+    solve[2]["explanation"] = {"steps": [[1, [2, {"deep": None}]], {"note": "<b>bold</b>"}]}
+    solve[3]["explanation"] = ["a", "list"]
+    solve[4]["explanation"] = "just text"
+    (run / "prontoqa" / "solve.jsonl").write_text("".join(json.dumps(r) + "\n" for r in solve))
+    page = tmp_path / "page.html"
+    assert cli("view", str(run), "--out", str(page)).returncode == 0
+    browser.get(page.as_uri())
+    for record in solve[1:5]:
+        detail = open_problem(browser, record["id"])
+        assert record["id"] in detail.find_element(By.TAG_NAME, "h3").text
+    detail = open_problem(browser, solve[1]["id"])
+    nodes = detail.find_elements(By.CSS_SELECTOR, ".goal-tree details.goal-node")
+    assert [n.find_element(By.CSS_SELECTOR, ".goal").text for n in nodes] == ["Sour(Max, False)", "Tumpus(Max, True)"]
+    assert "head: Sour" in nodes[0].text and "fact: true" in nodes[1].text
+    detail = open_problem(browser, solve[2]["id"])
+    assert "note: <b>bold</b>" in detail.text and not detail.find_elements(By.TAG_NAME, "b")
+    assert [e for e in browser.get_log("browser") if e["level"] in ("SEVERE", "WARNING")] == []
