@@ -50,10 +50,11 @@ def load_run(run_dir: Path, data_dir: Path | str | None = None, dataset: str | N
 
 
 def one_line(message: str, width: int = 160) -> str:
-    first = message.strip().splitlines()[0] if message.strip() else ""
-    if len(message.strip().splitlines()) > 1 or len(first) > width:
-        first = first[:width].rstrip() + " ..."
-    return first
+    """The message's first line, at most `width` characters; " ..." marks what was cut."""
+    lines = message.strip().splitlines() or [""]
+    if len(lines) == 1 and len(lines[0]) <= width:
+        return lines[0]
+    return lines[0][:width].rstrip() + " ..."
 
 
 def error_line(error: dict | None) -> int | None:
