@@ -35,6 +35,8 @@ def load_run(run_dir: Path, data_dir: Path | str | None = None, dataset: str | N
         raise UsageError(f"run directory {run_dir} not found")
     view = RunView(path=run_dir)
     folders = [d for d in sorted(run_dir.iterdir()) if d.is_dir() and _is_stage_dir(d)]
+    if not folders and _is_stage_dir(run_dir):  # given RUN/<dataset> itself
+        folders = [run_dir]
     if dataset is not None:
         wanted = _dataset_key(dataset)
         chosen = [d for d in folders if d.name == wanted]

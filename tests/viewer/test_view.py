@@ -77,6 +77,13 @@ def test_default_output_is_report_html_in_the_run(viewer_run, tmp_path):
     assert (run / "report.html").is_file() and str(run / "report.html") in done.stderr
 
 
+def test_a_dataset_directory_can_be_viewed_alone(viewer_run, tmp_path):
+    page = tmp_path / "page.html"
+    view(viewer_run / "ar-lsat", "--out", str(page))
+    problems = payload(page.read_text())["problems"]
+    assert len(problems) == 10 and {p["dataset"] for p in problems} == {"ar-lsat"}
+
+
 def test_without_data_the_page_shows_what_records_hold(viewer_run, tmp_path):
     page = tmp_path / "page.html"
     view(viewer_run, "--out", str(page), env={"LOGICPIPE_DATA": ""})
