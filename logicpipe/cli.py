@@ -154,6 +154,48 @@ def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out
 
 
 @app.command()
+def view(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
+         out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN/report.html)"),
+         data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder, for problem texts"),
+         serve: bool = typer.Option(False, "--serve", help="also serve the page on 127.0.0.1 until Ctrl-C"),
+         port: int = typer.Option(0, "--port", help="port for --serve (0: a free one)")) -> None:
+    """Write one self-contained HTML page: metrics, charts, a filterable problem table and drill-downs."""
+    from .viewer import page_server, url, write_html
+
+    page = write_html(run_dir, out, data_dir)
+    console.print(f"wrote {page}")
+    if serve:
+        server = page_server(page, port)
+        console.print(f"serving {url(server)} (Ctrl-C stops)")
+        try:
+            server.serve_forever()
+        except KeyboardInterrupt:
+            pass
+        finally:
+            server.server_close()
+
+
+@app.command()
+def failures(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
+             category: Optional[str] = typer.Option(None, "--category", help="parse, execution, timeout, no_answer, llm or no_program"),
+             dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="only this dataset")) -> None:
+    """List failed problems with their one-line errors."""
+    from rich.table import Table
+
+    from .viewer import failed_problems
+
+    rows = failed_problems(run_dir, category, dataset)
+    table = Table(title=f"{len(rows)} failed problems in {run_dir}")
+    for column in ("id", "dataset", "category", "message"):
+        table.add_column(column, no_wrap=True, overflow="ellipsis")
+    for row in rows:
+        table.add_row(row["id"], row["dataset"], row["category"], row["message"])
+    # One line per problem; piped output (grep, a file) gets the whole message rather than 80 columns.
+    out = Console()
+    Console(width=None if out.is_terminal else 250).print(table, markup=False, highlight=False)
+
+
+@app.command()
 def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="where tables, chart and runs go"),
               data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
               workers: int = typer.Option(2, "--workers", "-w"),

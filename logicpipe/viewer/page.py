@@ -1,0 +1,100 @@
+"""Assemble the one self-contained HTML page: inline CSS, JS, SVG and the run's data as JSON."""
+
+from __future__ import annotations
+
+import json
+from html import escape
+from importlib import resources
+from pathlib import Path
+
+from .charts import failure_chart, rate_chart
+from .run import RunView, load_run
+
+_METRICS = [("total", "total"), ("executed", "executed"), ("Exe_Rate", "exe_rate"), ("Exe_Acc", "exe_acc"),
+            ("accuracy", "accuracy"), ("backup", "backup"), ("source", "source"), ("split", "split")]
+
+
+def render_html(view: RunView) -> str:
+    return _TEMPLATE.format(
+        title=escape(f"logicpipe: {view.path.name or view.path}"),
+        heading=escape(str(view.path)),
+        css=_asset("viewer.css"),
+        js=_asset("viewer.js"),
+        metrics=_metrics_table(view.datasets),
+        charts=rate_chart(view.datasets) + failure_chart(view.datasets),
+        warnings="".join(f"<li>{escape(w)}</li>" for w in view.warnings),
+        data=_script_json({"problems": view.problems}),
+    )
+
+
+def write_html(run_dir: Path, out: Path | None = None, data_dir: Path | str | None = None) -> Path:
+    """Write RUN's page (default RUN/report.html) and return its path."""
+    target = out or run_dir / "report.html"
+    html = render_html(load_run(run_dir, data_dir))
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(html, encoding="utf-8")
+    return target
+
+
+def _asset(name: str) -> str:
+    return resources.files(__package__).joinpath(name).read_text(encoding="utf-8")
+
+
+def _script_json(value: object) -> str:
+    """JSON that cannot end its <script> element: model-written text may hold '</script>' or '<!--'."""
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _cell(value: object) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    if isinstance(value, dict):
+        return escape(", ".join(f"{k}: {v}" for k, v in value.items()) or "none")
+    return escape("" if value is None else str(value))
+
+
+def _metrics_table(datasets: list[dict]) -> str:
+    if not datasets:
+        return "<p>No dataset directories in this run.</p>"
+    head = "".join(f"<th>{escape(label)}</th>" for label, _ in [("dataset", ""), *_METRICS, ("failures", "")])
+    rows = []
+    for entry in datasets:
+        metrics = entry["metrics"]
+        cells = [entry["key"], *(metrics.get(key) for _, key in _METRICS), metrics.get("failures", {})]
+        rows.append("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in cells) + "</tr>")
+    return f'<table class="metrics"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+_TEMPLATE = """<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; script-src 'unsafe-inline'; img-src data:">
+<title>{title}</title>
+<style>{css}</style>
+</head>
+<body>
+<header><h1>logicpipe run</h1><p class="path">{heading}</p></header>
+<ul class="warnings">{warnings}</ul>
+<section id="metrics"><h2>Metrics</h2>{metrics}<div class="charts">{charts}</div></section>
+<section id="problems"><h2>Problems</h2>
+<form id="filters">
+<label>dataset <select id="f-dataset"></select></label>
+<label>outcome <select id="f-outcome"><option value="">all</option><option value="correct">correct</option><option value="wrong">wrong</option></select></label>
+<label>error <select id="f-category"></select></label>
+<label>refinement rounds <select id="f-rounds"></select></label>
+<label>search <input id="f-search" type="search" placeholder="id or message"></label>
+<span id="count"></span>
+</form>
+<div class="split">
+<div class="table-wrap"><table id="problem-table"><thead><tr><th>dataset</th><th>id</th><th>gold</th><th>predicted</th><th>final</th><th>correct</th><th>error</th><th>rounds</th><th>message</th></tr></thead><tbody></tbody></table></div>
+<div id="detail"><p class="hint">Select a problem to see its program, refinements and the solver's explanation.</p></div>
+</div>
+</section>
+<script id="run-data" type="application/json">{data}</script>
+<script>{js}</script>
+</body>
+</html>
+"""

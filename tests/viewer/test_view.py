@@ -1,0 +1,136 @@
+"""`logicpipe view` through the CLI on a real run (see conftest.py)."""
+
+import json
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import urllib.request
+
+from tests.conftest import ROOT, cli
+from tests.viewer.conftest import INJECTED_ID, INJECTED_LINE, INJECTION
+from tests.viewer.pages import by_id, payload, records
+
+
+def view(run, *args, env=None):
+    done = cli("view", str(run), *args, env=env)
+    assert done.returncode == 0, done.stderr
+    return done
+
+
+def test_page_shows_metrics_charts_and_every_problem(viewer_run, data_dir, tmp_path):
+    page = tmp_path / "page.html"
+    view(viewer_run, "--out", str(page), "--data-dir", str(data_dir))
+    html = page.read_text()
+    for dataset in ("ar-lsat", "logicaldeduction", "prontoqa"):
+        metrics = json.loads((viewer_run / dataset / "metrics.json").read_text())
+        assert f"<td>{dataset}</td><td>{metrics['total']}</td><td>{metrics['executed']}</td>" \
+               f"<td>{metrics['exe_rate']:.2f}</td><td>{metrics['exe_acc']:.2f}</td>" in html
+    assert html.count("<svg") == 2 and "execution rate and accuracy" in html and "failures by category" in html
+    failures = json.loads((viewer_run / "ar-lsat" / "metrics.json").read_text())["failures"]
+    for category, count in failures.items():
+        assert f"ar-lsat {category}: {count}</title>" in html
+    problems = payload(html)["problems"]
+    assert len(problems) == 50
+    ld = by_id(problems, "logical_deduction_0")
+    source = json.loads((data_dir / "data/LogicalDeduction/dev.json").read_text())[0]
+    assert (ld["context"], ld["question"], ld["options"], ld["gold"]) == \
+        (source["context"], source["question"], source["options"], source["answer"])
+    assert ld["rounds"][0]["explanation"]["sample"]
+
+
+def test_page_needs_no_network(viewer_run, tmp_path):
+    page = tmp_path / "page.html"
+    view(viewer_run, "--out", str(page))
+    html = page.read_text()
+    assert not re.search(r"""\b(src|href)\s*=|@import|url\(|https?://""", html)
+    assert "default-src 'none'" in html  # the browser itself refuses any load the page might attempt
+
+
+def test_model_text_cannot_inject_markup(viewer_run, tmp_path):
+    page = tmp_path / "page.html"
+    view(viewer_run, "--out", str(page))
+    html = page.read_text()
+    assert INJECTION not in html and "alert(1)</script>" not in html
+    assert html.lower().count("<script") == 2 and html.lower().count("</script") == 2
+    injected = by_id(payload(html)["problems"], INJECTED_ID)
+    assert INJECTION in injected["rounds"][0]["program"]  # the text itself survives, as data
+
+
+def test_drill_down_data_has_error_line_and_refinement_diff(viewer_run, tmp_path):
+    page = tmp_path / "page.html"
+    view(viewer_run, "--out", str(page))
+    problem = by_id(payload(page.read_text())["problems"], INJECTED_ID)
+    first, repaired = problem["rounds"]
+    assert first["error"]["category"] == "parse" and first["error_line"] == INJECTED_LINE
+    assert "-" + INJECTION in repaired["diff"] and repaired["error"] is None
+    assert problem["refinements"] == 1 and problem["category"] is None
+    solved = {r["id"]: r for r in records(viewer_run / "prontoqa" / "solve-1.jsonl")}[INJECTED_ID]
+    assert repaired["explanation"] == solved["explanation"] and "goal_tree" in repaired["explanation"]
+
+
+def test_default_output_is_report_html_in_the_run(viewer_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(viewer_run / "logicaldeduction", run / "logicaldeduction")
+    done = view(run)
+    assert (run / "report.html").is_file() and str(run / "report.html") in done.stderr
+
+
+def test_a_dataset_directory_can_be_viewed_alone(viewer_run, tmp_path):
+    page = tmp_path / "page.html"
+    view(viewer_run / "ar-lsat", "--out", str(page))
+    problems = payload(page.read_text())["problems"]
+    assert len(problems) == 10 and {p["dataset"] for p in problems} == {"ar-lsat"}
+
+
+def test_without_data_the_page_shows_what_records_hold(viewer_run, tmp_path):
+    page = tmp_path / "page.html"
+    view(viewer_run, "--out", str(page), env={"LOGICPIPE_DATA": ""})
+    problem = by_id(payload(page.read_text())["problems"], "logical_deduction_0")
+    assert problem["context"] is None and problem["gold"] == "D" and problem["rounds"][0]["program"]
+
+
+def test_unknown_fields_missing_files_and_bad_lines_do_not_stop_the_page(viewer_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(viewer_run / "prontoqa", run / "prontoqa")
+    (run / "prontoqa" / "metrics.json").unlink()
+    (run / "prontoqa" / "interpret.jsonl").unlink()
+    solve = records(run / "prontoqa" / "solve.jsonl")
+    solve[1]["explanation"] = {"steps": [{"rule": "r1", "premises": [[1, 2], {"deep": None}]}], "weird": 3.5}
+    solve[2]["provenance"] = {"prompt_id": "lp-v2", "sha": "abc"}
+    lines = [json.dumps(r) for r in solve] + ['{"id": "torn', "[1, 2]"]
+    (run / "prontoqa" / "solve.jsonl").write_text("\n".join(lines) + "\n")
+    page = tmp_path / "page.html"
+    view(run, "--out", str(page))
+    html = page.read_text()
+    assert "solve.jsonl:21: skipped a malformed line" in html
+    problems = payload(html)["problems"]
+    assert len(problems) == 20
+    assert problems[1]["rounds"][0]["explanation"]["steps"][0]["rule"] == "r1"
+    assert problems[2]["rounds"][0]["details"]["solve.provenance"] == {"prompt_id": "lp-v2", "sha": "abc"}
+
+
+def test_missing_run_is_one_error_line(tmp_path):
+    done = cli("view", str(tmp_path / "nothing"))
+    assert done.returncode == 2 and done.stderr.startswith("error: run directory") and "Traceback" not in done.stderr
+
+
+def test_serve_answers_on_localhost_until_interrupted(viewer_run, tmp_path):
+    page = tmp_path / "page.html"
+    server = subprocess.Popen([sys.executable, "-m", "logicpipe.cli", "view", str(viewer_run), "--out", str(page),
+                               "--serve"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    try:
+        lines = []
+        while not any("serving" in line for line in lines):
+            line = server.stderr.readline()
+            assert line, f"server ended: {''.join(lines)}"
+            lines.append(line)
+        url = re.search(r"http://127\.0\.0\.1:\d+/", "".join(lines)).group(0)
+        with urllib.request.urlopen(url, timeout=10) as reply:
+            assert reply.read() == page.read_bytes()
+        server.send_signal(signal.SIGINT)
+        assert server.wait(timeout=10) == 0
+    finally:
+        if server.poll() is None:
+            server.kill()
