@@ -1,23 +1,26 @@
-"""logicpipe: LLM formulates, a symbolic solver executes, errors drive refinement, answers are scored."""
+"""logicpipe: LLM formulates, a symbolic solver executes, errors drive refinement, answers are scored.
+
+The public names load on first use, so a solver worker or `logicpipe list` imports only what it needs.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
 
 __version__ = "0.2.0"
 
-from .data import all_datasets, get_dataset, load_problems  # noqa: E402
-from .errors import (  # noqa: E402
-    DataError,
-    LLMError,
-    LogicPipeError,
-    PrerequisiteError,
-    ProgramExecutionError,
-    ProgramParseError,
-    RunStopped,
-    UsageError,
-)
-from .solvers import get_solver  # noqa: E402
-from .stages import RunConfig, RunReport, baseline, run, run_stages  # noqa: E402
+_PUBLIC = {
+    "DataError": "errors", "LLMError": "errors", "LogicPipeError": "errors", "PrerequisiteError": "errors",
+    "ProgramExecutionError": "errors", "ProgramParseError": "errors", "RunStopped": "errors",
+    "UsageError": "errors", "all_datasets": "data", "get_dataset": "data", "load_problems": "data",
+    "get_solver": "solvers", "RunConfig": "stages", "RunReport": "stages", "baseline": "stages",
+    "run": "stages", "run_stages": "stages",
+}
+__all__ = sorted(_PUBLIC)
 
-__all__ = [
-    "DataError", "LLMError", "LogicPipeError", "PrerequisiteError", "ProgramExecutionError", "ProgramParseError",
-    "RunConfig", "RunReport", "RunStopped", "UsageError", "all_datasets", "baseline", "get_dataset",
-    "get_solver", "load_problems", "run", "run_stages",
-]
+
+def __getattr__(name: str) -> Any:
+    if name not in _PUBLIC:
+        raise AttributeError(f"module 'logicpipe' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
