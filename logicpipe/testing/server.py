@@ -106,13 +106,13 @@ class FakeOpenAI:
                     self.wfile.write(b"and on " * 64)
                     self.wfile.flush()
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
+            def handle(self) -> None:
                 try:
-                    self._answer()
+                    super().handle()
                 except (BrokenPipeError, ConnectionResetError):
-                    self.close_connection = True  # the client gave up on this reply
+                    pass  # the client gave up on a reply (its deadline) or hung up a kept-alive connection
 
-            def _answer(self) -> None:
+            def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
                 # Reply functions route on what the request is for, never on prompt wording.
