@@ -15,9 +15,9 @@ from logicpipe.solvers import execute_task, prover9
 from logicpipe.solvers.prover9 import Searches, prover9_path
 
 PROGRAM = "Premises:\n∀x (Man(x) → Mortal(x))\nMan(socrates)\nConclusion:\nMortal(socrates)\n"
-# Commutativity does not follow from the group axioms; Prover9 searches until its limit.
+# Looking for a contradiction in the commutative group axioms keeps Prover9 busy until its limit.
 ENDLESS = ("assign(max_seconds, 60).\nformulas(assumptions).\nf(f(x,y),z) = f(x,f(y,z)).\nf(e,x) = x.\n"
-           "f(g(x),x) = e.\nend_of_list.\nformulas(goals).\nf(x,y) = f(y,x).\nend_of_list.\n")
+           "f(g(x),x) = e.\nf(x,y) = f(y,x).\nend_of_list.\n")
 QUICK = "formulas(assumptions).\np(a).\nend_of_list.\nformulas(goals).\np(a).\nend_of_list.\n"
 
 
