@@ -121,6 +121,7 @@ class FOLSolver:
         inputs = {label: _input(premises, target, seconds, megs)
                   for label, target in (("conclusion", goal), ("negation", f"-({goal})"), ("contradiction", None))}
         found: dict[str, Search] = {}
+        outcome = None
         with Searches(inputs, seconds) as searches:
             for search in searches:
                 if search.status == "error":
