@@ -40,12 +40,7 @@ def _wheel_binary() -> Path | None:
 
 
 def private_dir() -> Path:
-    return _private_dir(os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache"))
-
-
-@functools.cache
-def _private_dir(cache_home: str) -> Path:
-    base = Path(cache_home) / "logicpipe" / "bin"
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "logicpipe" / "bin"
     base.mkdir(parents=True, exist_ok=True)
     os.chmod(base, 0o700)
     return base

@@ -37,6 +37,8 @@ def test_a_deleted_private_copy_is_made_again(monkeypatch, tmp_path):
     path = prover9_path()
     path.unlink()
     assert prover9_path() == path and path.exists()
+    shutil.rmtree(tmp_path / "logicpipe")
+    assert prover9_path() == path and path.exists() and path.parent.stat().st_mode & 0o077 == 0
 
 
 def test_no_temporary_files_input_goes_on_stdin(monkeypatch, tmp_path):
