@@ -2,31 +2,39 @@
 
 Program: `Predicates:` (declarations), `Premises:`, `Conclusion:`, each formula optionally followed by
 `::: text`. Verdict as in Logic-LM: conclusion proved -> True, negation proved -> False, else Unknown;
-unlike Logic-LM, a prover that runs out of time is a timeout, not Unknown.
+unlike Logic-LM, a prover that runs out of time is a timeout, not Unknown, and premises that contradict
+each other give no answer instead of proving every option. The three searches (conclusion, negation,
+contradiction from the premises alone) run side by side.
 """
 
 from __future__ import annotations
 
 import re
-import subprocess
-import tempfile
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..errors import ProgramExecutionError, ProgramParseError, SolverTimeout
 from .base import Limits, SolverResult
 from .fol_parser import Bin, Const, Eq, Func, Not, Pred, Quant, Var, parse_formula
-from .prover9 import prover9_path
+from .prover9 import Search, Searches, error_message, prover9_path
 from .sections import walk_sections
 
 SECTIONS = ("Predicates", "Premises", "Conclusion")
+# Far above any real FOLIO program (a few KB); keeps a runaway generation from tying up a worker.
+MAX_PROGRAM_CHARS = 200_000
 
 
 @dataclass
 class FOLProgram:
     premises: list[tuple[Any, str]] = field(default_factory=list)
     conclusion: tuple[Any, str] | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _spell(name: str) -> str:
+    """An injective ASCII spelling: letters and digits stay, '_' doubles, any other character becomes
+    _<hex>_, so `a'b`, `a_27_b` and `beyoncé` get three different Prover9 symbols."""
+    return "".join(c if c.isascii() and c.isalnum() else "__" if c == "_" else f"_{ord(c):x}_" for c in name)
 
 
 class _Names:
@@ -37,8 +45,7 @@ class _Names:
         self.back: dict[str, str] = {}
 
     def __call__(self, prefix: str, name: str, arity: int | None = None) -> str:
-        safe = re.sub(r"\W", lambda m: f"_{ord(m.group()):x}_", name)
-        token = f"{prefix}_{safe}" + (f"_{arity}" if arity else "")
+        token = f"{prefix}_{_spell(name)}" + (f"_{arity}" if arity else "")
         self.back[token] = name
         return token
 
@@ -80,21 +87,28 @@ class FOLSolver:
         prover9_path()
 
     def parse(self, text: str) -> FOLProgram:
+        if len(text) > MAX_PROGRAM_CHARS:
+            raise ProgramParseError(f"program is {len(text)} characters long; the limit is {MAX_PROGRAM_CHARS}")
         program = FOLProgram()
+        after: list[str] = []
         for line in walk_sections(text, SECTIONS, aliases={"Conclusions": "Conclusion"}, unique=False):
             if line.section == "Predicates":
                 continue
-            formula = parse_formula(line.code, line.number)
             if line.section == "Premises":
-                program.premises.append((formula, line.comment or line.code))
-            elif program.conclusion is not None:
-                raise ProgramParseError("more than one conclusion", line.number, text=line.raw)
+                program.premises.append((parse_formula(line.code, line.number), line.comment or line.code))
+            elif program.conclusion is None:
+                program.conclusion = (parse_formula(line.code, line.number), line.comment or line.code)
             else:
-                program.conclusion = (formula, line.comment or line.code)
+                # Prose after the one conclusion ("Answer: True", a justification) is not part of it.
+                after.append(line.raw.strip())
         if program.conclusion is None:
             raise ProgramParseError("missing 'Conclusion:' section or conclusion")
         if not program.premises:
             raise ProgramParseError("missing 'Premises:' section or premises")
+        if after:
+            shown = ", ".join(repr(_clip(raw)) for raw in after[:3]) + (", ..." if len(after) > 3 else "")
+            program.notes.append(f"ignored {len(after)} line{'s' if len(after) > 1 else ''} after the conclusion: "
+                                 f"{shown}")
         return program
 
     def execute(self, program: FOLProgram, limits: Limits) -> SolverResult:
@@ -102,45 +116,97 @@ class FOLSolver:
         names = _Names()
         premises = [to_prover9(formula, names) for formula, _ in program.premises]
         goal = to_prover9(program.conclusion[0], names)
-        per_attempt = max(1, int(limits.seconds / 2))
-        attempts = {}
-        for label, target in (("conclusion", goal), ("negation", f"-({goal})")):
-            status, output = _prove(premises, target, per_attempt, limits.memory_mb)
-            attempts[label] = status
-            if status == "proved":
-                verdict = "True" if label == "conclusion" else "False"
-                return SolverResult(verdict, {"proof": _proof_text(output, names), "proved": label,
-                                              "attempts": attempts})
-        if "timeout" in attempts.values():
-            raise SolverTimeout(f"Prover9 reached its {per_attempt} s limit without a proof ({attempts})")
-        return SolverResult("Unknown", {"attempts": attempts})
+        seconds = max(1, int(limits.seconds / 2))
+        megs = max(50, limits.memory_mb // 4)  # three searches share the worker's memory
+        inputs = {label: _input(premises, target, seconds, megs)
+                  for label, target in (("conclusion", goal), ("negation", f"-({goal})"), ("contradiction", None))}
+        found: dict[str, Search] = {}
+        outcome = None
+        with Searches(inputs, seconds) as searches:
+            for search in searches:
+                if search.status == "error":
+                    raise ProgramExecutionError(f"Prover9 rejected the input: {error_message(search)}")
+                found[search.label] = search
+                outcome = _decide({label: s.status for label, s in found.items()}, len(found) == len(inputs))
+                if outcome is not None:
+                    break
+        assert outcome is not None
+        result = _result(outcome, found, names, seconds)
+        if program.notes:
+            result.explanation = {**(result.explanation or {}), "ignored": program.notes}
+        return result
 
 
-def _prove(premises: list[str], goal: str, seconds: int, memory_mb: int) -> tuple[str, str]:
-    text = (f"assign(max_seconds, {seconds}).\nassign(max_megs, {max(50, memory_mb // 2)}).\n"
-            "clear(auto_denials).\n"
-            "formulas(assumptions).\n" + "".join(f"{p}.\n" for p in premises) + "end_of_list.\n"
-            f"formulas(goals).\n{goal}.\nend_of_list.\n")
-    with tempfile.TemporaryDirectory(prefix="logicpipe-fol-") as tmp:
-        path = Path(tmp) / "input.in"
-        path.write_text(text)
-        try:
-            done = subprocess.run([str(prover9_path()), "-f", str(path)], capture_output=True, text=True,
-                                  timeout=seconds + 5, stdin=subprocess.DEVNULL)
-        except subprocess.TimeoutExpired:
-            return "timeout", ""
-    # Prover9's exit codes: 0 proof, 2 search exhausted, 3 memory, 4 time, 5 given limit, 1 input error.
-    if done.returncode == 0:
-        return "proved", done.stdout
-    if done.returncode == 2:
-        return "exhausted", done.stdout
-    if done.returncode in (3, 4, 5, 6, 7):
-        return "timeout", done.stdout
-    error = re.search(r"%%ERROR:(.*)", done.stdout + done.stderr)
-    raise ProgramExecutionError(f"Prover9 rejected the input: {error.group(1).strip() if error else done.returncode}")
+def _clip(text: str, width: int = 80) -> str:
+    return text if len(text) <= width else text[:width - 3] + "..."
+
+
+def _input(premises: list[str], goal: str | None, seconds: int, megs: int) -> str:
+    # Without a goal Prover9 looks for a contradiction among the assumptions alone.
+    goals = f"formulas(goals).\n{goal}.\nend_of_list.\n" if goal is not None else ""
+    return (f"assign(max_seconds, {seconds}).\nassign(max_megs, {megs}).\nclear(auto_denials).\n"
+            "clear(print_initial_clauses).\nclear(print_given).\n"
+            "formulas(assumptions).\n" + "".join(f"{p}.\n" for p in premises) + "end_of_list.\n" + goals)
+
+
+def _decide(status: dict[str, str], complete: bool) -> str | None:
+    """The outcome once the searches finished so far settle it, else None. A proof of the conclusion
+    (or its negation) counts only once the premises are known to be consistent, which any exhausted
+    search shows; waiting for that keeps the outcome independent of which search finishes first."""
+    if status.get("contradiction") == "proved":
+        return "inconsistent"
+    consistent = "exhausted" in status.values()
+    for label, verdict in (("conclusion", "True"), ("negation", "False")):
+        if status.get(label) == "proved" and consistent:
+            return verdict
+    if status.get("conclusion") == status.get("negation") == "exhausted":
+        return "Unknown"
+    if not complete:
+        return None
+    if status["conclusion"] == status["negation"] == "proved":
+        return "inconsistent"
+    for label, verdict in (("conclusion", "True"), ("negation", "False")):
+        if status[label] == "proved":
+            return verdict  # the consistency searches hit their limit: Logic-LM's reading, noted
+    return "timeout"
+
+
+def _result(outcome: str, found: dict[str, Search], names: _Names, seconds: int) -> SolverResult:
+    status = {label: search.status for label, search in found.items()}
+    if outcome == "timeout":
+        raise SolverTimeout(f"Prover9 reached its {seconds} s limit without deciding (conclusion: "
+                            f"{status['conclusion']}, negation: {status['negation']})")
+    if outcome == "Unknown":
+        return SolverResult("Unknown", {"attempts": {"conclusion": "exhausted", "negation": "exhausted"}})
+    if outcome == "inconsistent":
+        if status.get("contradiction") == "proved":
+            return SolverResult(None, {"proof": _proof_text(found["contradiction"].output, names)},
+                                no_answer="inconsistent premises: Prover9 derives a contradiction from the "
+                                          "premises alone, so every option would follow")
+        return SolverResult(None, {"proofs": {label: _proof_text(found[label].output, names)
+                                              for label in ("conclusion", "negation")},
+                                   "limit": f"the search for a contradiction from the premises alone hit its "
+                                            f"{seconds} s limit"},
+                            no_answer="inconsistent premises: both the conclusion and its negation are provable")
+    label = "conclusion" if outcome == "True" else "negation"
+    explanation: dict[str, Any] = {"proof": _proof_text(found[label].output, names), "proved": label,
+                                   "attempts": {label: "proved"}}
+    if "exhausted" in status.values():
+        explanation["premises"] = "consistent"
+    else:
+        explanation["limit"] = (f"the premises' consistency is unchecked: the other searches hit their "
+                                f"{seconds} s limit")
+    return SolverResult(outcome, explanation)
+
+
+# Prover9's report of when it found the proof; the only part of a proof that changes between runs.
+_TIMING = re.compile(r"^% Proof \d+ at [\d.]+ \(\+ [\d.]+\) seconds\.?\n", re.M)
+_SYMBOL = re.compile(r"\b[pvcf]_\w+")
 
 
 def _proof_text(output: str, names: _Names) -> str:
     match = re.search(r"=+ PROOF =+\n(.*?)=+ end of proof", output, re.S)
-    proof = match.group(1).strip() if match else output
-    return re.sub(r"\b[pvcf]_\w+", lambda m: names.back.get(m.group(), m.group()), proof)
+    if match is None:
+        raise ProgramExecutionError("Prover9 reported a proof but printed none")
+    proof = _TIMING.sub("", match.group(1)).strip()
+    return _SYMBOL.sub(lambda m: names.back.get(m.group(), m.group()), proof)

@@ -7,7 +7,9 @@ as far right as it can (nltk's reading, which Logic-LM used), so `∀x P(x) → 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, NoReturn
 
 from ..errors import ProgramParseError
 
@@ -67,8 +69,7 @@ _TOKENS = [
     ("AND", r"∧|&&|&"),
     ("NEQ", r"≠|!="),
     ("NOT", r"¬|~|!|∼|-(?!>)"),
-    ("EQ", r"=="),
-    ("EQ", r"="),
+    ("EQ", r"==|="),
     ("ALL", r"∀"),
     ("EXISTS", r"∃"),
     ("LP", r"\("),
@@ -77,12 +78,18 @@ _TOKENS = [
     ("RB", r"\]"),
     ("COMMA", r","),
     ("DOT", r"\.|:"),
-    ("NAME", r"[^\W\d]\w*(?:['’]\w+)*|\d+"),
+    # A name that starts with a digit (`8pm`, `42.3billion`, `2000`) can only be a constant.
+    ("NAME", r"[^\W\d]\w*(?:['’]\w+)*|\d\w*(?:\.\d\w*)*"),
+    ("QUOTED", r'"[^"\n]*"|“[^”\n]*”'),
     ("SPACE", r"\s+"),
 ]
 _LEXER = re.compile("|".join(f"(?P<{name}{i}>{pattern})" for i, (name, pattern) in enumerate(_TOKENS)))
+_KINDS = {f"{name}{i}": name for i, (name, _) in enumerate(_TOKENS)}
 _WORD_QUANTIFIERS = {"all": "ALL", "forall": "ALL", "exists": "EXISTS", "some": None}
 _WORD_OPERATORS = {"and": "AND", "or": "OR", "not": "NOT", "xor": "XOR", "implies": "IMP", "iff": "IFF"}
+# After a word quantifier (`all x P(x)`), a bare name then a formula start: the word is a quantifier.
+_BOUND_NAME = re.compile(r"\s+[^\W\d]\w*\s*(?:[\s(.:,∀∃¬]|$)")
+_PLAIN_NAME = re.compile(r"[^\W\d]\w*")
 
 
 def tokenize(text: str, line: int | None) -> list[tuple[str, str, int]]:
@@ -91,13 +98,16 @@ def tokenize(text: str, line: int | None) -> list[tuple[str, str, int]]:
     while position < len(text):
         match = _LEXER.match(text, position)
         if not match:
-            raise ProgramParseError(f"unexpected character {text[position]!r}", line, position + 1, text)
-        kind = re.sub(r"\d+$", "", match.lastgroup or "")
+            raise ProgramParseError(f"unexpected character {text[position]!r}", line, position + 1,
+                                    excerpt(text, position + 1))
+        kind = _KINDS[match.lastgroup or ""]
         value = match.group()
         if kind == "NAME":
             lowered = value.lower()
-            if _WORD_QUANTIFIERS.get(lowered) and _next_is_name(text, match.end()):
-                kind = _WORD_QUANTIFIERS[lowered]
+            quantifier = _WORD_QUANTIFIERS.get(lowered)
+            # Matched in place, never on a copy of the rest of the line: repeated quantifiers stay linear.
+            if quantifier and _BOUND_NAME.match(text, match.end()):
+                kind = quantifier
             elif lowered in _WORD_OPERATORS and value == lowered:
                 kind = _WORD_OPERATORS[lowered]
         if kind != "SPACE":
@@ -107,9 +117,26 @@ def tokenize(text: str, line: int | None) -> list[tuple[str, str, int]]:
     return tokens
 
 
-def _next_is_name(text: str, index: int) -> bool:
-    rest = text[index:]
-    return bool(re.match(r"\s+[^\W\d]\w*\s*[\s(.:,∀∃¬]", rest + " ")) and not rest.lstrip().startswith("(")
+# Python recursion stays far below its limit: the parser's own frames and the AST (which the
+# translation to Prover9 walks recursively) are both bounded, and an overrun is a parse error.
+MAX_NESTING = 200
+MAX_DEPTH = 400
+
+
+def _nested(method: Callable[..., Any]) -> Callable[..., Any]:
+    """Count the parser frames a method opens, so deep nesting is a parse error, never RecursionError."""
+
+    def counted(self: _Parser, *args: Any) -> Any:
+        self.nesting += 1
+        if self.nesting > MAX_NESTING:
+            self.fail("formula nests too deeply (parentheses, negations, quantifiers, implications or "
+                      "function terms)")
+        try:
+            return method(self, *args)
+        finally:
+            self.nesting -= 1
+
+    return counted
 
 
 class _Parser:
@@ -118,8 +145,9 @@ class _Parser:
         self.line = line
         self.tokens = tokenize(text, line)
         self.index = 0
+        self.nesting = 0
         self.bound: list[str] = []
-        self.free: list[str] = []
+        self.free: dict[str, None] = {}  # ordered set
 
     def peek(self) -> tuple[str, str, int]:
         return self.tokens[self.index]
@@ -131,54 +159,48 @@ class _Parser:
         self.index += 1
         return token
 
-    def fail(self, message: str, token: tuple[str, str, int] | None = None) -> None:
+    def fail(self, message: str, token: tuple[str, str, int] | None = None) -> NoReturn:
         token = token or self.peek()
-        raise ProgramParseError(message, self.line, token[2], self.text)
+        raise ProgramParseError(message, self.line, token[2], excerpt(self.text, token[2]))
 
-    def formula(self):
+    def formula(self) -> Any:
         node = self.binary(0)
         if self.peek()[0] != "END":
             self.fail(f"unexpected {self.peek()[1]!r} after a complete formula")
         # Free variables are universally quantified, as nltk and Prover9 read them in Logic-LM.
         for name in reversed(self.free):
             node = Quant("all", name, node)
+        if depth(node) > MAX_DEPTH:
+            raise ProgramParseError(f"formula is more than {MAX_DEPTH} operators deep", self.line,
+                                    text=excerpt(self.text, 1))
         return node
 
-    def binary(self, level: int):
-        if level == len(_LEVELS):
-            return self.unary()
-        kind, op = _LEVELS[level]
-        left = self.binary(level + 1)
-        if kind == "IMP":  # right-associative
-            if self.peek()[0] == kind:
-                self.take()
-                return Bin(op, left, self.binary(level))
-            return left
-        while self.peek()[0] == kind:
-            self.take()
-            left = Bin(op, left, self.binary(level + 1))
+    @_nested
+    def binary(self, lowest: int) -> Any:
+        """Precedence climbing over _LEVELS: one frame per nesting level, not one per operator."""
+        left = self.unary()
+        while self.peek()[0] in _LEVELS and _LEVELS[self.peek()[0]][0] >= lowest:
+            level, op = _LEVELS[self.take()[0]]
+            # -> is right-associative; the others group to the left.
+            left = Bin(op, left, self.binary(level if op == "imp" else level + 1))
         return left
 
-    def unary(self):
+    @_nested
+    def unary(self) -> Any:
         kind = self.peek()[0]
         if kind == "NOT":
             self.take()
             return Not(self.unary())
         if kind in ("ALL", "EXISTS"):
             return self.quantified()
-        if kind == "LP":
+        if kind in ("LP", "LB"):
             self.take()
             node = self.binary(0)
-            self.take("RP")
-            return node
-        if kind == "LB":
-            self.take()
-            node = self.binary(0)
-            self.take("RB")
+            self.take("RP" if kind == "LP" else "RB")
             return node
         return self.atom()
 
-    def quantified(self):
+    def quantified(self) -> Any:
         kind = self.take()[0]
         names = [self.take("NAME")[1]]
         while self.peek()[0] == "COMMA" or (self.peek()[0] == "NAME" and self.tokens[self.index + 1][0] not in ("LP",)
@@ -200,9 +222,9 @@ class _Parser:
         following = self.tokens[self.index + 1][0]
         return following in ("LP", "ALL", "EXISTS", "NOT", "DOT", "NAME", "LB") and len(self.peek()[1]) <= 2
 
-    def atom(self):
+    def atom(self) -> Any:
         token = self.peek()
-        if token[0] != "NAME":
+        if token[0] not in ("NAME", "QUOTED"):
             self.fail(f"expected a predicate, quantifier or '(' but found {token[1] or 'end of formula'!r}")
         left = self.term()
         if self.peek()[0] in ("EQ", "NEQ"):
@@ -210,13 +232,18 @@ class _Parser:
             right = self.term()
             node = Eq(left, right)
             return Not(node) if op == "NEQ" else node
+        if token[0] == "QUOTED":
+            self.fail(f"quoted name {token[1]} is a constant, not a formula", token)
         if isinstance(left, Func):
             return Pred(left.name, left.args)
         if isinstance(left, Var):
             self.fail(f"variable '{left.name}' used as a formula", token)
         return Pred(left.name, ())
 
-    def term(self):
+    @_nested
+    def term(self) -> Any:
+        if self.peek()[0] == "QUOTED":
+            return Const(self._quoted(self.take()))
         name = self.take("NAME")[1]
         if self.peek()[0] == "LP":
             self.take()
@@ -229,16 +256,47 @@ class _Parser:
         if name in self.bound:
             return Var(name)
         if _FREE_VARIABLE.match(name):
-            self.free.append(name) if name not in self.free else None
+            self.free[name] = None
             return Var(name)
         return Const(name)
+
+    def _quoted(self, token: tuple[str, str, int]) -> str:
+        """`"Multi Word"` is the constant `"Multi Word"`; `"ann"` is the same constant as `ann`."""
+        inner = token[1][1:-1].strip()
+        if not inner:
+            self.fail("empty quoted name", token)
+        return inner if _PLAIN_NAME.fullmatch(inner) else f'"{inner}"'
+
+
+def excerpt(text: str, column: int, width: int = 80) -> str:
+    """The part of a long line around `column`, so an error message stays readable."""
+    if len(text) <= 2 * width:
+        return text
+    start = max(0, column - 1 - width)
+    return ("…" if start else "") + text[start:column - 1 + width] + ("…" if column - 1 + width < len(text) else "")
+
+
+def depth(node: Any) -> int:
+    """Depth of a formula tree, measured without recursion."""
+    deepest, stack = 0, [(node, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        if isinstance(node, (Not, Quant)):
+            stack.append((node.body, level + 1))
+        elif isinstance(node, (Bin, Eq)):
+            stack.extend(((node.left, level + 1), (node.right, level + 1)))
+        elif isinstance(node, (Pred, Func)):
+            stack.extend((arg, level + 1) for arg in node.args)
+    return deepest
 
 
 # nltk's individual-variable spelling: one lowercase letter other than e, optionally numbered.
 _FREE_VARIABLE = re.compile(r"^[a-df-z]\d*$")
-_LEVELS = [("IFF", "iff"), ("IMP", "imp"), ("XOR", "xor"), ("OR", "or"), ("AND", "and")]
+# Binding strength and operator, loosest first.
+_LEVELS = {"IFF": (0, "iff"), "IMP": (1, "imp"), "XOR": (2, "xor"), "OR": (3, "or"), "AND": (4, "and")}
 _NAMES = {"RP": "')'", "RB": "']'", "NAME": "a name", "LP": "'('"}
 
 
-def parse_formula(text: str, line: int | None = None):
+def parse_formula(text: str, line: int | None = None) -> Any:
     return _Parser(text.strip(), line).formula()

@@ -1,8 +1,10 @@
+import re
+
 import pytest
 
 from logicpipe.errors import PrerequisiteError, ProgramParseError
 from logicpipe.solvers import execute_task
-from logicpipe.solvers.fol import _Names, to_prover9
+from logicpipe.solvers.fol import FOLSolver, _decide, _Names, to_prover9
 from logicpipe.solvers.fol_parser import Bin, Const, Eq, Not, Pred, Quant, Var, parse_formula
 from logicpipe.solvers.prover9 import prover9_path
 
@@ -57,17 +59,44 @@ def problem(premises: str, conclusion: str) -> str:
 PREMISES = "∀x (Man(x) → Mortal(x)) ::: Men are mortal.\nMan(socrates)\n∀x (God(x) → ¬Mortal(x))\nGod(zeus) ⊕ Man(zeus)"
 
 
-@pytest.mark.parametrize("conclusion, verdict", [
-    ("Mortal(socrates)", "True"),
-    ("God(socrates)", "False"),
-    ("Mortal(zeus)", "Unknown"),
-    ("¬(God(zeus) ∧ Man(zeus))", "True"),
+def solve(premises: str, conclusion: str, seconds: float = 10) -> dict:
+    return execute_task({"solver": "fol", "program": problem(premises, conclusion), "limits": {"seconds": seconds}})
+
+
+@pytest.mark.parametrize("conclusion, verdict, proved", [
+    ("Mortal(socrates)", "True", "conclusion"),
+    ("God(socrates)", "False", "negation"),
+    ("Mortal(zeus)", "Unknown", None),
+    ("¬(God(zeus) ∧ Man(zeus))", "True", "conclusion"),
 ])
-def test_verdicts(conclusion, verdict):
-    out = execute_task({"solver": "fol", "program": problem(PREMISES, conclusion), "limits": {"seconds": 10}})
+def test_verdicts(conclusion, verdict, proved):
+    out = solve(PREMISES, conclusion)
     assert out.verdict == verdict
-    if verdict != "Unknown":
-        assert "Mortal" in out.explanation["proof"] or "God" in out.explanation["proof"]
+    explanation = out.explanation
+    if proved is None:
+        assert explanation == {"attempts": {"conclusion": "exhausted", "negation": "exhausted"}}
+    else:
+        assert explanation["proved"] == proved and explanation["attempts"] == {proved: "proved"}
+        assert explanation["premises"] == "consistent"
+        assert re.fullmatch(r"\d+ \$F\.  \[resolve\(\d+,a,\d+,a\)\]\.", explanation["proof"].splitlines()[-1])
+
+
+def test_proof_names_the_premises_and_steps_used():
+    proof = solve(PREMISES, "Mortal(socrates)").explanation["proof"]
+    assert proof.splitlines() == [
+        "% Length of proof is 7.",
+        "% Level of proof is 3.",
+        "% Maximum clause weight is 0.000.",
+        "% Given clauses 0.",
+        "",
+        "1 (all x (Man(x) -> Mortal(x))) # label(non_clause).  [assumption].",
+        "4 Mortal(socrates) # label(non_clause) # label(goal).  [goal].",
+        "5 Man(socrates).  [assumption].",
+        "6 -Man(x) | Mortal(x).  [clausify(1)].",
+        "11 Mortal(socrates).  [resolve(5,a,6,a)].",
+        "12 -Mortal(socrates).  [deny(4)].",
+        "13 $F.  [resolve(11,a,12,a)].",
+    ]
 
 
 def test_prover_timeout_is_not_uncertain():
@@ -90,3 +119,89 @@ def test_binary_copy_lives_in_a_private_directory(monkeypatch, tmp_path):
     path = prover9_path()
     assert path.parent.stat().st_mode & 0o077 == 0
     assert path.stat().st_mode & 0o700 == 0o700
+
+
+# Issue 11: output the model was not asked for.
+
+def test_prose_after_the_conclusion_is_ignored_and_noted():
+    program = problem(PREMISES, "Mortal(socrates)\nAnswer: True\nThe conclusion follows because Socrates is a man.")
+    out = execute_task({"solver": "fol", "program": program})
+    assert out.verdict == "True"
+    assert out.explanation["ignored"] == [
+        "ignored 2 lines after the conclusion: 'Answer: True', "
+        "'The conclusion follows because Socrates is a man.'"]
+
+
+def test_a_malformed_conclusion_line_is_still_a_parse_error():
+    with pytest.raises(ProgramParseError, match="line 9"):
+        FOLSolver().parse(problem(PREMISES, "Answer: True\nMortal(socrates)"))
+
+
+def test_a_clean_program_has_no_ignored_notes():
+    assert "ignored" not in solve(PREMISES, "Mortal(socrates)").explanation
+
+
+@pytest.mark.parametrize("text, constant", [
+    ("Time(show, 8pm)", "8pm"),
+    ("Endowment(yale, 42.3billion)", "42.3billion"),
+    ("Organized(yale, 27)", "27"),
+    ('Member(bob, "Multi Word Club")', '"Multi Word Club"'),
+    ("Member(bob, “Multi Word Club”)", '"Multi Word Club"'),
+    ('Member(bob, "ann")', "ann"),
+])
+def test_digit_and_quoted_constants(text, constant):
+    assert parse_formula(text).args[1] == Const(constant)
+
+
+def test_digit_and_quoted_constants_reach_the_prover():
+    premises = 'Endowment(yale, 42.3billion)\nTime(show, 8pm)\nMember(bob, "Multi Word Club")'
+    assert solve(premises, 'Endowment(yale, 42.3billion) ∧ Member(bob, "Multi Word Club")').verdict == "True"
+    assert solve(premises, "Time(show, 9pm)").verdict == "Unknown"
+    assert solve(premises, "Member(bob, Multi)").verdict == "Unknown"
+
+
+@pytest.mark.parametrize("text, reason", [
+    ('P("")', "empty quoted name"),
+    ('"Multi Word" ∧ P(a)', "is a constant, not a formula"),
+    ("Endowment(yale, 42.)", "expected '\\)'"),
+])
+def test_bad_constants_are_parse_errors(text, reason):
+    with pytest.raises(ProgramParseError, match=reason):
+        parse_formula(text)
+
+
+def test_inconsistent_premises_give_no_answer():
+    premises = "∀x (Bird(x) → Flies(x))\nBird(tweety)\n¬Flies(tweety)"
+    out = solve(premises, "Penguin(tweety)")
+    category, message = out.error.category, out.error.message
+    assert category == "no_answer" and message.startswith("inconsistent premises:")
+    proof = out.explanation["proof"]
+    assert "Bird(tweety).  [assumption]." in proof and "-Flies(tweety).  [assumption]." in proof
+    assert "[goal]" not in proof and "deny" not in proof
+
+
+@pytest.mark.parametrize("status, complete, outcome", [
+    ({"conclusion": "proved"}, False, None),  # consistency not yet known
+    ({"conclusion": "proved", "contradiction": "exhausted"}, False, "True"),
+    ({"conclusion": "proved", "negation": "exhausted"}, False, "True"),
+    ({"negation": "proved", "contradiction": "exhausted"}, False, "False"),
+    ({"contradiction": "proved"}, False, "inconsistent"),
+    ({"conclusion": "exhausted", "negation": "exhausted"}, False, "Unknown"),
+    ({"conclusion": "exhausted", "contradiction": "exhausted"}, False, None),
+    ({"conclusion": "exhausted", "negation": "limit", "contradiction": "exhausted"}, True, "timeout"),
+    ({"conclusion": "limit", "negation": "limit", "contradiction": "limit"}, True, "timeout"),
+    ({"conclusion": "proved", "negation": "limit", "contradiction": "limit"}, True, "True"),
+    ({"conclusion": "proved", "negation": "proved", "contradiction": "limit"}, True, "inconsistent"),
+])
+def test_decision_waits_for_what_settles_the_outcome(status, complete, outcome):
+    assert _decide(status, complete) == outcome
+
+
+def test_answer_from_an_exhausted_budget_says_so():
+    # Commutative groups keep Prover9 busy until its limit in the negation and contradiction searches.
+    premises = ("∀x ∀y ∀z (f(f(x, y), z) = f(x, f(y, z)))\n∀x (f(e1, x) = x)\n∀x ∃y (f(y, x) = e1)\n"
+                "∀x ∀y (f(x, y) = f(y, x))\nMan(socrates)\n∀x (Man(x) → Mortal(x))")
+    out = solve(premises, "Mortal(socrates)", seconds=2)
+    assert out.verdict == "True"
+    assert out.explanation["limit"] == "the premises' consistency is unchecked: the other searches hit their 1 s limit"
+    assert "premises" not in out.explanation
