@@ -36,6 +36,8 @@ _AHEAD_BYTES = 32 * 1024
 # CPU seconds a task may use beyond its wall-clock bound before the kernel stops the worker (SIGXCPU).
 _CPU_SLACK = 5.0
 _PR_SET_PDEATHSIG = 1
+# How often a streaming pool looks for newly arrived tasks while its workers are busy.
+_POLL = 0.02
 
 
 @dataclass
@@ -43,6 +45,9 @@ class Task:
     key: str
     payload: dict[str, Any]
     timeout: float
+
+
+Fetch = Callable[[float | None], "list[Task] | None"]
 
 
 @dataclass
@@ -196,18 +201,50 @@ class WorkerPool:
 
     def map(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
         """Yield one Outcome per task, in completion order."""
-        pending = deque(_Sent(t, pickle.dumps(Job(t.key, t.payload, t.timeout + _CPU_SLACK))) for t in tasks)
-        while len(self._workers) < min(self.size, len(pending)):
-            self._workers.append(self._spawn())
-        while pending or any(w.queue for w in self._workers):
+        given = list(tasks)
+
+        def fetch(timeout: float | None) -> list[Task] | None:
+            if given:
+                ready = list(given)
+                given.clear()
+                return ready
+            return None
+
+        return self.stream(fetch)
+
+    def stream(self, fetch: Fetch) -> Iterator[Outcome]:
+        """Yield one Outcome per task while tasks keep arriving: `fetch(timeout)` returns the tasks that
+        became ready (waiting up to `timeout` seconds, or for ever when None; [] if none yet), or None
+        once no more will come. Workers never wait for the parent while it has tasks to give."""
+        pending: deque[_Sent] = deque()
+        open_ = True
+        while True:
+            busy = [w for w in self._workers if w.queue]
+            if open_:
+                wait_for = None if not (pending or busy) else 0.0
+                ready = fetch(wait_for)
+                if ready is None:
+                    open_ = False
+                else:
+                    pending.extend(_Sent(t, pickle.dumps(Job(t.key, t.payload, t.timeout + _CPU_SLACK)))
+                                   for t in ready)
+            if not pending and not busy:
+                if open_:
+                    continue
+                return
+            while len(self._workers) < min(self.size, len(pending) + len(busy)):
+                self._workers.append(self._spawn())
             for worker in self._workers:
                 self._feed(worker, pending)
             busy = [w for w in self._workers if w.queue]
             next_deadline = min(w.clock + w.queue[0].task.timeout for w in busy)
-            ready = wait([w.conn for w in busy], timeout=max(0.0, next_deadline - time.monotonic()))
+            timeout = max(0.0, next_deadline - time.monotonic())
+            if open_:  # look for newly arrived tasks now and then
+                timeout = min(timeout, _POLL)
+            ready_conns = wait([w.conn for w in busy], timeout=timeout)
             for index, worker in enumerate(list(self._workers)):
                 if worker.queue:
-                    yield from self._collect(index, worker, worker.conn in ready, pending)
+                    yield from self._collect(index, worker, worker.conn in ready_conns, pending)
 
     def _feed(self, worker: _Worker, pending: deque[_Sent]) -> None:
         if pending and not worker.queue and not worker.process.is_alive():

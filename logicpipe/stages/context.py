@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..core.task import Task
+from ..core.trajectory import Trajectory
 from ..errors import LLMError, RunStopped
 from ..prompts import PromptSet
 from .config import RunConfig
@@ -53,3 +54,8 @@ class RunContext:
     budget: ErrorBudget
     progress: Progress = quiet
     metrics: dict = field(default_factory=dict)  # set by evaluate
+    # Set while the solver overlaps the model: called with each trajectory once its new program is written.
+    on_program: Callable[[Trajectory], None] | None = None
+
+
+Stage = Callable[[RunContext, "list[Trajectory]"], "list[StageReport]"]

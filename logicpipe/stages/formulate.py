@@ -26,6 +26,8 @@ def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
     def write(trajectory: Trajectory, record: FormulateRecord) -> None:
         stage.write(record)
         trajectory.set_formulated(record)
+        if ctx.on_program is not None:
+            ctx.on_program(trajectory)
         done.append(record.id)
         ctx.progress(NAME, len(done), len(todo))
 

@@ -4,6 +4,7 @@ each round writes refine-N.jsonl (the repairs) and solve-N.jsonl (their results)
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from ..core.records import REFINABLE, FormulateRecord, stage_error
 from ..core.trajectory import Trajectory, program_sha
@@ -11,7 +12,7 @@ from ..llm import Request
 from ..prompts import extract_program, problem_fields
 from .context import RunContext, StageReport
 from .llmcalls import Result, send, usage
-from .solve import solve_round
+from .solve import overlapped
 
 PROMPT = "refine"
 
@@ -27,13 +28,11 @@ def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
         return [StageReport("refine", 0, 0, 0.0, note=f"nothing refined: {why}")]
     reports = []
     for round_ in range(1, ctx.config.max_rounds + 1):
-        start = time.monotonic()
         failing = [t for t in trajectories if _refinable(t, round_)]
         if not failing:
             break
-        new = _ask(ctx, model, failing, round_)
-        reports.append(StageReport(f"refine-{round_}", len(failing), new, time.monotonic() - start))
-        reports.append(solve_round(ctx, failing, round_))
+        # Each repair is solved as soon as it arrives, while the model writes the others.
+        reports += overlapped(ctx, failing, round_, partial(_ask, model=model, round_=round_))
     return reports
 
 
@@ -43,9 +42,9 @@ def _refinable(trajectory: Trajectory, round_: int) -> bool:
             and trajectory.latest_program(before=round_) is not None)
 
 
-def _ask(ctx: RunContext, model: str, failing: list[Trajectory], round_: int) -> int:
-    """One repair request per failing program; returns how many were sent (the rest were done by an
-    earlier, interrupted run)."""
+def _ask(ctx: RunContext, failing: list[Trajectory], model: str, round_: int) -> list[StageReport]:
+    """One repair request per failing program (those an earlier, interrupted run did not get back)."""
+    start = time.monotonic()
     name = f"refine-{round_}"
     stage = ctx.store.file(name, FormulateRecord)
     todo = [t for t in failing if round_ not in t.refined or t.refined[round_].retry()]
@@ -76,9 +75,11 @@ def _ask(ctx: RunContext, model: str, failing: list[Trajectory], round_: int) ->
             error=error)
         stage.write(record)
         by_id[request.key].set_refined(record)
+        if ctx.on_program is not None:
+            ctx.on_program(by_id[request.key])
         written += 1
         ctx.progress(name, written, len(todo))
 
     send(ctx, model, requests, arrived)
     stage.finish([t.id for t in failing])
-    return len(requests)
+    return [StageReport(name, len(failing), len(requests), time.monotonic() - start)]

@@ -4,7 +4,6 @@ the stages in order, and owns the run's directory (lock, identity, --overwrite).
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..core.records import InterpretRecord, Problem
@@ -16,11 +15,10 @@ from ..prompts import PromptSet
 from ..solvers import get_solver
 from . import evaluate, formulate, interpret, refine, solve
 from .config import RunConfig
-from .context import ErrorBudget, Progress, RunContext, StageReport, quiet
+from .context import ErrorBudget, Progress, RunContext, Stage, StageReport, quiet
 from .identity import DirectoryLock, check_identity, clear
 from .store import Store, load_trajectories
 
-Stage = Callable[[RunContext, list[Trajectory]], list[StageReport]]
 PIPELINE: dict[str, Stage] = {"formulate": formulate.run, "solve": solve.run, "refine": refine.run,
                               "interpret": interpret.run, "evaluate": evaluate.run}
 
@@ -100,7 +98,12 @@ def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet)
         try:
             trajectories = load_trajectories(ctx.store, problems)
             reports: list[StageReport] = []
-            for name in [s for s in PIPELINE if s in stages]:
+            names = [s for s in PIPELINE if s in stages]
+            if names[:2] == ["formulate", "solve"] and config.programs is None:
+                # A model writes the programs: solve each one as it arrives.
+                reports += solve.overlapped(ctx, trajectories, 0, formulate.run)
+                names = names[2:]
+            for name in names:
                 reports += PIPELINE[name](ctx, trajectories)
         finally:
             ctx.store.close()

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 from ..core.records import ErrorCategory, SolveRecord, StageError
 from ..core.trajectory import Trajectory, program_sha
-from ..isolation import Outcome, Task, WorkerPool
-from ..solvers import SolverOutcome, get_solver
-from .context import RunContext, StageReport
+from ..isolation import Fetch, Outcome, Task, WorkerPool
+from ..solvers import SolverOutcome
+from .context import RunContext, Stage, StageReport
 
 NAME = "solve"
 
@@ -19,56 +22,124 @@ def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
     return [solve_round(ctx, trajectories, 0)]
 
 
-def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int) -> StageReport:
+Arrivals = queue.SimpleQueue["Trajectory | None"]
+
+
+def overlapped(ctx: RunContext, trajectories: list[Trajectory], round_: int, produce: Stage) -> list[StageReport]:
+    """Run `produce` (a stage that writes round `round_`'s programs: formulate, or one refinement round)
+    in a thread, and solve each program as soon as it is written. The run then takes about as long as
+    the slower of the model and the solver, not their sum."""
+    arrivals: Arrivals = queue.SimpleQueue()
+    for trajectory in trajectories:  # what an earlier run already wrote needs no model call
+        source = trajectory.source(round_)
+        if source is not None and not source.retry():
+            arrivals.put(trajectory)
+    reports: list[StageReport] = []
+    failure: list[BaseException] = []
+
+    def producer() -> None:
+        try:
+            reports.extend(produce(ctx, trajectories))
+        except BaseException as exc:  # noqa: BLE001 - handed to the solving thread, which re-raises it
+            failure.append(exc)
+        finally:
+            arrivals.put(None)
+
+    ctx.on_program = arrivals.put
+    thread = threading.Thread(target=producer, name=f"model-round-{round_}", daemon=True)
+    thread.start()
+    try:
+        solved = solve_round(ctx, trajectories, round_, arrivals)
+    finally:
+        ctx.on_program = None
+    thread.join()
+    if failure:
+        raise failure[0]
+    return [*reports, solved]
+
+
+def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int,
+                arrivals: Arrivals | None = None) -> StageReport:
     """Solve round `round_` (0: the formulated programs; N: the repairs of refinement round N) for the
-    trajectories that have a program for it."""
+    trajectories that have a program for it; with `arrivals`, for each trajectory as it arrives there
+    (None ends them)."""
     start = time.monotonic()
     name = NAME if round_ == 0 else f"{NAME}-{round_}"
     stage = ctx.store.file(name, SolveRecord)
-    inputs = [t for t in trajectories if t.source(round_) is not None]
-    todo = [t for t in inputs if round_ not in t.solved or t.solved[round_].retry()]
     base: dict[str, Any] = {"dataset": ctx.task.dataset, "solver": ctx.task.solver, "round": round_}
     timeout = ctx.config.timeout or ctx.task.timeout
+    total = len(trajectories) if arrivals is not None else sum(_due(t, round_) for t in trajectories)
     done = 0
+    expected: dict[str, int] = {}
+    shas: dict[str, str] = {}
+    by_id: dict[str, Trajectory] = {}
 
     def write(trajectory: Trajectory, record: SolveRecord) -> None:
         nonlocal done
         stage.write(record)
         trajectory.set_solved(record)
         done += 1
-        ctx.progress(name, done, len(todo))
+        ctx.progress(name, done, total)
 
-    tasks: list[Task] = []
-    expected: dict[str, int] = {}
-    shas: dict[str, str] = {}
-    by_id = {t.id: t for t in todo}
-    for trajectory in todo:
+    def tasks_for(trajectory: Trajectory) -> list[Task]:
+        """The solver calls a trajectory needs; a program that failed upstream is written at once."""
         source = trajectory.source(round_)
-        if source is None:
-            continue
+        if source is None or not _due(trajectory, round_):
+            return []
         sha, programs = program_sha(source), source.programs()
         if source.error is not None or not programs:
             error = source.error or StageError(category=ErrorCategory.no_program, message="empty program")
             write(trajectory, SolveRecord(id=trajectory.id, error=error, program=sha, **base))
-            continue
-        expected[trajectory.id], shas[trajectory.id] = len(programs), sha
-        for index, text in enumerate(programs):
-            payload = {"solver": ctx.task.solver, "program": text,
-                       "limits": {"seconds": timeout, "memory_mb": ctx.config.memory_mb}}
-            # The hard bound leaves the solver's own limit room to report a clean timeout first.
-            tasks.append(Task(f"{trajectory.id}\x1f{index}", payload, timeout * 1.5 + 5))
-    if tasks:
-        get_solver(ctx.task.solver).check()
-        results: dict[str, dict[int, SolveRecord]] = {}
-        with WorkerPool("logicpipe.solvers:execute_task", ctx.config.workers, ctx.config.memory_mb) as pool:
-            for outcome in pool.map(tasks):
+            return []
+        expected[trajectory.id], shas[trajectory.id], by_id[trajectory.id] = len(programs), sha, trajectory
+        payload = {"solver": ctx.task.solver, "limits": {"seconds": timeout, "memory_mb": ctx.config.memory_mb}}
+        # The hard bound leaves the solver's own limit room to report a clean timeout first.
+        return [Task(f"{trajectory.id}\x1f{index}", {**payload, "program": text}, timeout * 1.5 + 5)
+                for index, text in enumerate(programs)]
+
+    fetch = _fetcher(arrivals, tasks_for) if arrivals is not None else None
+    tasks = [task for t in trajectories for task in tasks_for(t)] if arrivals is None else []
+    results: dict[str, dict[int, SolveRecord]] = {}
+    if tasks or fetch is not None:
+        with WorkerPool("logicpipe.solvers:execute_task", ctx.config.workers, ctx.config.memory_mb,
+                        preload=[f"logicpipe.solvers.{ctx.task.solver}"]) as pool:
+            for outcome in pool.stream(fetch) if fetch is not None else pool.map(tasks):
                 identifier, number = outcome.key.rsplit("\x1f", 1)
                 results.setdefault(identifier, {})[int(number)] = _record(outcome, identifier, shas[identifier], base)
                 if len(results[identifier]) == expected[identifier]:
                     samples = results.pop(identifier)
                     write(by_id[identifier], vote([samples[i] for i in range(len(samples))]))
+    inputs = [t for t in trajectories if t.source(round_) is not None]
     stage.finish([t.id for t in inputs])
-    return StageReport(name, len(inputs), len(todo), time.monotonic() - start)
+    return StageReport(name, len(inputs), done, time.monotonic() - start)
+
+
+def _due(trajectory: Trajectory, round_: int) -> bool:
+    return trajectory.source(round_) is not None and (round_ not in trajectory.solved
+                                                       or trajectory.solved[round_].retry())
+
+
+def _fetcher(arrivals: Arrivals, tasks_for: Callable[[Trajectory], list[Task]]) -> Fetch:
+    closed = False
+
+    def fetch(timeout: float | None) -> list[Task] | None:
+        nonlocal closed
+        if closed:
+            return None
+        tasks: list[Task] = []
+        try:
+            item = arrivals.get(timeout=timeout) if timeout != 0 else arrivals.get_nowait()
+            while True:
+                if item is None:
+                    closed = True
+                    break
+                tasks += tasks_for(item)
+                item = arrivals.get_nowait()
+        except queue.Empty:
+            pass
+        return tasks if tasks or not closed else None
+
+    return fetch
 
 
 def _record(outcome: Outcome, identifier: str, sha: str, base: dict[str, Any]) -> SolveRecord:

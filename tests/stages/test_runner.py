@@ -148,3 +148,19 @@ def test_a_programs_file_for_another_dataset_is_an_error(data_dir, tmp_path):
     line = one_line(replay(data_dir, tmp_path, programs="FOLIO_dev_gpt-4.json"))
     assert "no program for any LogicalDeduction/dev problem" in line
     assert not tmp_path.joinpath("logicaldeduction").exists()
+
+
+def test_programs_are_solved_while_the_model_writes_the_rest(data_dir, tmp_path):
+    from logicpipe.stages import RunConfig, run
+
+    events = []
+    replies = ScriptedReplies.from_logic_lm(data_dir / "programs" / LD)
+    with FakeOpenAI(replies, latency=0.3) as fake:
+        config = RunConfig(dataset="ld", data_dir=data_dir, out=tmp_path, limit=6, model="m", base_url=fake.url,
+                           max_concurrency=1, llm_cache=tmp_path / "cache.sqlite")
+        report = run(config, lambda stage, done, total: events.append((stage, done)))
+    formulated = [i for i, (stage, _) in enumerate(events) if stage == "formulate"]
+    solved = [i for i, (stage, _) in enumerate(events) if stage == "solve"]
+    assert len(formulated) == len(solved) == 6
+    assert solved[0] < formulated[-1]  # the first program was solved before the model wrote the last
+    assert report.metrics["executed"] == 6
