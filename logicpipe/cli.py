@@ -22,11 +22,13 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from . import pipeline
 from .config import RunConfig
 from .errors import LogicPipeError, PrerequisiteError
+from .kb.cli import kb_app
 from .report import render_explanation, render_summary
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate.")
 console = Console(stderr=True)
+app.add_typer(kb_app, name="kb")
 
 
 def _options(
