@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import ProgramParseError, UsageError
 from .prolog import Limits, PrologProcess
 from .safety import check_goal
-from .terms import Atom, Compound, Number, String, Term, canonical, parse_goals, parse_term, show, variables
+from .terms import Term, canonical, ground, parse_goals, parse_term, show
 
 NOT_DERIVABLE = "not derivable: false, or missing from the KB"
 
@@ -22,6 +22,7 @@ class Predicate:
     clauses: int
     file: str
     dynamic: bool
+    last_line: int = 0  # line of its last clause in `file`, where new facts go
 
     @property
     def signature(self) -> str:
@@ -73,15 +74,9 @@ def parse_percept(text: str, where: str = "--percept") -> Percept:
         term = parse_term(value)
     except ProgramParseError as exc:
         raise UsageError(f"{where}: bad value {value.strip()!r}: {exc}") from None
-    if variables(term) or not _ground(term):
+    if not ground(term):
         raise UsageError(f"{where}: the value of {name} must be a ground term, got {value.strip()!r}")
     return Percept(name, term)
-
-
-def _ground(term: Term) -> bool:
-    if isinstance(term, (Atom, Number, String)):
-        return True
-    return isinstance(term, Compound) and all(_ground(a) for a in term.args)
 
 
 def read_percepts(path: Path) -> list[Percept]:
@@ -122,8 +117,11 @@ class KnowledgeBase:
         goals = parse_goals(text)
         if len(goals) != 1:
             raise ProgramParseError(f"expected one goal, found {len(goals)}", text=text)
-        check_goal(goals[0], self.allowed)
+        self.check_term(goals[0])
         return goals[0]
+
+    def check_term(self, term: Term) -> None:
+        check_goal(term, self.allowed)
 
     def prove(self, text: str) -> dict[str, Any]:
         """A JSON-ready result: goal, proved, solutions (bindings, tree), explored tree when it failed."""

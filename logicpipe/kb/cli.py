@@ -4,15 +4,22 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
-from typing import Optional
+from typing import Any, Optional
 
 import typer
+from pydantic import BaseModel
 
 from ..errors import UsageError
+from ..llm import LLMClient, LLMSettings
+from .add import Addition, add_flow, append_facts
+from .ask import AskRecord, ask_flow, vocabulary
 from .base import KnowledgeBase, Percept, parse_percept, read_percepts
+from .flow import Flow, Input, Settings, read_inputs, run_batch, run_flows
 from .prolog import Limits
-from .render import dot, mermaid, text_result
+from .render import dot, mermaid, text_result, text_tree
+from .validate import ValidateRecord, validate_flow
 
 kb_app = typer.Typer(no_args_is_help=True, help="Answer questions from, and check answers against, a Prolog KB.")
 
@@ -81,3 +88,137 @@ def prove(kb: Path = typer.Argument(..., help="KB file or folder"),
         typer.echo("\n\n".join(text_result(r) for r in results))
     if not all(r["proved"] for r in results):
         sys.exit(1)
+
+
+_MODEL = typer.Option(..., "--model", "-m", help="model (OpenAI-compatible chat endpoint)")
+_BASE_URL = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="e.g. http://localhost:8000/v1")
+_CACHE = typer.Option(None, "--llm-cache", help="SQLite cache of model replies")
+_CONCURRENCY = typer.Option(8, "--max-concurrency", help="model requests in flight at once")
+_OUT = typer.Option(None, "--out", "-o", help="JSONL output, one record per input; resumes what it holds")
+
+
+def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurrency: int) -> LLMClient:
+    return LLMClient(LLMSettings(model=model, base_url=base_url, cache_path=cache, max_concurrency=concurrency))
+
+
+def _one_or_batch(single: Optional[str], batch: Optional[Path], out: Optional[Path], what: str) -> None:
+    if (single is None) == (batch is None):
+        raise UsageError(f"give one {what} or a JSONL file of them, not both and not neither")
+    if batch is not None and out is None:
+        raise UsageError("--out is required with a JSONL input")
+
+
+def _run(client: LLMClient, single: Optional[str], batch: Optional[Path], out: Optional[Path],
+         field: str, make_flow: Callable[[Input], Flow], model: type[BaseModel]) -> Any:
+    """One input: return its record. A file: run the batch into `out` and report counts."""
+    try:
+        if batch is None:
+            records: list[Any] = []
+            run_flows(client, [("cli", make_flow(Input(id="cli", text=single or "")))], records.append)
+            return records[0]
+        assert out is not None
+        total, new = run_batch(client, read_inputs(batch, field), out, model, make_flow)
+        typer.echo(f"{out}: {total} records ({new} new)", err=True)
+        return None
+    finally:
+        client.close()
+
+
+@kb_app.command()
+def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
+        question: Optional[str] = typer.Argument(None, help="a question in English"),
+        questions: Optional[Path] = typer.Option(None, "--questions", help="JSONL of {id, question}"),
+        out: Optional[Path] = _OUT,
+        context: str = typer.Option("template", "--context", help="template (default) or model"),
+        format: str = typer.Option("text", "--format", "-f", help="text or json (one question)"),
+        model: str = _MODEL, base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE,
+        max_concurrency: int = _CONCURRENCY,
+        depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
+        max_solutions: int = _SOLUTIONS, percept: list[str] = _PERCEPT,
+        percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
+    """Answer questions grounded in the KB: goals, proofs, context, then the model's answer."""
+    _one_or_batch(question, questions, out, "question")
+    if context not in ("template", "model"):
+        raise UsageError("--context must be template or model")
+    limits = _limits(depth, inferences, time, memory_mb, max_solutions)
+    with KnowledgeBase(kb, limits, _percepts(percept, percepts)) as base:
+        base.require_clean()
+        words, settings = vocabulary(base), Settings()
+        record = _run(_client(model, base_url, llm_cache, max_concurrency), question, questions, out,
+                      "question", lambda item: ask_flow(base, item, settings, context, words), AskRecord)
+    if record is None:
+        return
+    if format == "json":
+        typer.echo(record.model_dump_json())
+        return
+    for result in record.results:
+        typer.echo(text_result(result) + "\n")
+    for rejected in record.rejected:
+        typer.echo(f"rejected: {rejected}")
+    if record.context:
+        typer.echo(f"context:\n{record.context}\n")
+    typer.echo(f"answer: {record.answer or record.error}")
+
+
+@kb_app.command()
+def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
+             answer: Optional[str] = typer.Option(None, "--answer", help="an answer to check"),
+             answers: Optional[Path] = typer.Option(None, "--answers", help="JSONL of {id, answer}"),
+             out: Optional[Path] = _OUT,
+             format: str = typer.Option("text", "--format", "-f", help="text or json (one answer)"),
+             model: str = _MODEL, base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE,
+             max_concurrency: int = _CONCURRENCY,
+             depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
+             percept: list[str] = _PERCEPT, percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
+    """Check an answer claim by claim against the KB; valid only when every claim is True."""
+    _one_or_batch(answer, answers, out, "answer")
+    limits = _limits(depth, inferences, time, memory_mb, 1)
+    with KnowledgeBase(kb, limits, _percepts(percept, percepts)) as base:
+        base.require_clean()
+        words, settings = vocabulary(base), Settings()
+        record = _run(_client(model, base_url, llm_cache, max_concurrency), answer, answers, out,
+                      "answer", lambda item: validate_flow(base, item, settings, words), ValidateRecord)
+    if record is None:
+        return
+    if format == "json":
+        typer.echo(record.model_dump_json())
+    else:
+        for claim in record.claims:
+            typer.echo(f"[{claim.verdict}] {claim.claim}  ?- {claim.goal or '-'}"
+                       + (f"\n    {claim.reason}" if claim.reason else ""))
+            if claim.proof and claim.verdict == "true":
+                typer.echo("\n".join("    " + line for line in text_tree(claim.proof)))
+        typer.echo(f"valid: {'yes' if record.valid else 'no'}" + (f" ({record.error})" if record.error else ""))
+    if not record.valid:
+        sys.exit(1)
+
+
+@kb_app.command()
+def add(kb: Path = typer.Argument(..., help="KB file to extend"),
+        statement: str = typer.Argument(..., help="a statement in English"),
+        yes: bool = typer.Option(False, "--yes", help="append the facts (else only show them)"),
+        model: str = _MODEL, base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE) -> None:
+    """Translate a statement into facts of the KB's predicates; append them with --yes."""
+    if yes and not kb.is_file():
+        raise UsageError(f"{kb}: --yes needs a KB file to append to")
+    with KnowledgeBase(kb) as base:
+        base.require_clean()
+        words, settings = vocabulary(base), Settings()
+        client = _client(model, base_url, llm_cache, 1)
+        results: list[Addition] = []
+        try:
+            run_flows(client, [("add", add_flow(base, statement, settings, words))], results.append)
+        finally:
+            client.close()
+        addition = results[0]
+        for fact in addition.facts:
+            typer.echo(f"{fact}.")
+        for rejected in addition.rejected:
+            typer.echo(f"rejected: {rejected}", err=True)
+        if addition.error or not addition.facts:
+            raise UsageError(addition.error or "no fact to add")
+        if yes:
+            append_facts(base, kb, addition.facts)
+            typer.echo(f"appended {len(addition.facts)} facts to {kb}", err=True)
+        else:
+            typer.echo("(not written; add --yes to append them)", err=True)

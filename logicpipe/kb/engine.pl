@@ -83,12 +83,14 @@ load_message_dict(_{kind: Kind, file: Name, line: Line, message: Text}) :-
 shown_file(File, Name) :- display_name(File, Name), !.
 shown_file(File, File).
 
-predicate_dict(_{name: N, arity: A, clauses: C, file: File, dynamic: Dyn}) :-
+predicate_dict(_{name: N, arity: A, clauses: C, file: File, dynamic: Dyn, last_line: Last}) :-
     kb_pred(N, A),
     functor(H, N, A),
     ( predicate_property(kb:H, number_of_clauses(C)) -> true ; C = 0 ),
     ( predicate_property(kb:H, file(F)) -> shown_file(F, File) ; File = "" ),
-    ( predicate_property(kb:H, dynamic) -> Dyn = true ; Dyn = false ).
+    ( predicate_property(kb:H, dynamic) -> Dyn = true ; Dyn = false ),
+    ( aggregate_all(max(L), (clause(kb:H, _, R), clause_property(R, line_count(L))), Last) -> true
+    ; Last = 0 ).
 
 handle("facts", Request, _{facts: Facts}) :-
     Max = Request.per_predicate,

@@ -298,7 +298,8 @@ def canonical(term: Term) -> str:
     if isinstance(term, Atom):
         return quote_atom(term.name) if term.name not in INFIX and term.name not in PREFIX else _op_atom(term.name)
     if term.name == CONS and len(term.args) == 2:
-        items, tail = [], term
+        items: list[str] = []
+        tail: Term = term
         while isinstance(tail, Compound) and tail.name == CONS and len(tail.args) == 2:
             items.append(canonical(tail.args[0]))
             tail = tail.args[1]
@@ -340,3 +341,9 @@ def variables(term: Term) -> list[str]:
 
     walk(term)
     return found
+
+
+def ground(term: Term) -> bool:
+    if isinstance(term, Compound):
+        return all(ground(a) for a in term.args)
+    return not isinstance(term, Var)
