@@ -55,7 +55,6 @@ INFIX = {
 }
 PREFIX = {"\\+": (900, "fy"), "-": (200, "fy"), "+": (200, "fy"), "\\": (200, "fy")}
 
-_SYMBOL_CHARS = "+-*/\\^<>=~:.?@#&$"
 _TOKEN = re.compile(r"""
     (?P<space>\s+|%[^\n]*|/\*.*?\*/)
   | (?P<number>0'.|0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
@@ -275,15 +274,26 @@ def parse_term(source: str) -> Term:
 # --- writing ---------------------------------------------------------------------------------
 
 _PLAIN_ATOM = re.compile(r"^[a-z]\w*$")
+_BARE = ("[]", "!", ";", "{}")
+
+
+def _escape(text: str) -> str:
+    out = []
+    for char in text:
+        if char in "\\'\"`":
+            out.append("\\" + char)
+        elif ord(char) < 0x20 or ord(char) == 0x7F:
+            out.append(f"\\x{ord(char):x}\\")
+        else:
+            out.append(char)
+    return "".join(out)
 
 
 def quote_atom(name: str) -> str:
-    if _PLAIN_ATOM.match(name) or name in ("[]", "!", ";", "{}"):
+    """Quoted unless a plain name: symbol atoms such as '/*' must never reach a reader bare."""
+    if (_PLAIN_ATOM.match(name) and name not in INFIX and name not in PREFIX) or name in _BARE:
         return name
-    if name and all(c in _SYMBOL_CHARS for c in name) and name != ".":
-        return name
-    body = name.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n").replace("\t", "\\t")
-    return f"'{body}'"
+    return f"'{_escape(name)}'"
 
 
 def canonical(term: Term) -> str:
@@ -293,10 +303,9 @@ def canonical(term: Term) -> str:
     if isinstance(term, Number):
         return term.text if not term.text.startswith("-") else f"({term.text})"
     if isinstance(term, String):
-        body = term.value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
-        return f'"{body}"'
+        return f'"{_escape(term.value)}"'
     if isinstance(term, Atom):
-        return quote_atom(term.name) if term.name not in INFIX and term.name not in PREFIX else _op_atom(term.name)
+        return quote_atom(term.name)
     if term.name == CONS and len(term.args) == 2:
         items: list[str] = []
         tail: Term = term
@@ -305,26 +314,20 @@ def canonical(term: Term) -> str:
             tail = tail.args[1]
         rest = "" if tail == NIL else "|" + canonical(tail)
         return "[" + ",".join(items) + rest + "]"
-    return f"{_op_atom(term.name)}({','.join(canonical(a) for a in term.args)})"
-
-
-def _op_atom(name: str) -> str:
-    # Operator names are always quoted as functors so `'-'(1)` never reads as a number.
-    if name in ("[]",):
-        return name
-    if _PLAIN_ATOM.match(name) and name not in INFIX and name not in PREFIX:
-        return name
-    body = name.replace("\\", "\\\\").replace("'", "\\'")
-    return f"'{body}'"
+    return f"{quote_atom(term.name)}({','.join(canonical(a) for a in term.args)})"
 
 
 def show(term: Term) -> str:
-    """Readable text for messages (operators written infix)."""
+    """Readable text for messages and records (operators written as operators)."""
     if isinstance(term, Compound) and len(term.args) == 2 and term.name in INFIX:
         sep = ", " if term.name == "," else f" {term.name} "
         return f"{show(term.args[0])}{sep}{show(term.args[1])}"
+    if isinstance(term, Compound) and len(term.args) == 1 and term.name in PREFIX:
+        return f"{term.name} {show(term.args[0])}"
     if isinstance(term, Compound) and term.name != CONS:
         return f"{quote_atom(term.name)}({', '.join(show(a) for a in term.args)})"
+    if isinstance(term, Atom) and term.name in INFIX or isinstance(term, Atom) and term.name in PREFIX:
+        return term.name
     return canonical(term)
 
 

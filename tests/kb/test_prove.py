@@ -146,6 +146,9 @@ def test_parser_round_trips_to_canonical_text():
     [goal] = parse_goals("?- X is 2 + 3 * -4, \\+ member(X, [a, 'B c'|T]), Y =< -1.5, s(\"q\").")
     assert canonical(goal) == ("','('is'(X,'+'(2,'*'(3,(-4)))),','('\\\\+'(member(X,[a,'B c'|T])),"
                                "','('=<'(Y,(-1.5)),s(\"q\"))))")
+    # Symbol atoms are always quoted, so a comment opener never reaches Prolog's reader bare.
+    [tricky] = parse_goals("p('/*', X, '*/', '\\n', \"a\\\"b\")")
+    assert canonical(tricky) == "p('/*',X,'*/','\\xa\\',\"a\\\"b\")"
     with pytest.raises(ProgramParseError) as err:
         parse_goals("parent(tom, bob).\nancestor(tom X).")
     assert err.value.line == 2
