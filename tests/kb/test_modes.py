@@ -10,7 +10,7 @@ import time
 import pytest
 
 from logicpipe.fakellm import FakeOpenAI
-from tests.conftest import ROOT, cli
+from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "kb"
 CAMPUS = EXAMPLE / "campus.pl"
@@ -59,12 +59,12 @@ def model_args(server, tmp_path):
     return ["--model", "fake", "--base-url", server.url, "--llm-cache", str(tmp_path / "cache.sqlite")]
 
 
-def test_ask_batch_on_the_example_kb(tmp_path):
+def test_ask_batch_on_the_example_kb(kbcli, tmp_path):
     questions = tmp_path / "questions.jsonl"
     questions.write_text((EXAMPLE / "questions.jsonl").read_text())
     out = tmp_path / "ask.jsonl"
     with FakeOpenAI(replies()) as server:
-        done = cli("kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(out), *NOW,
+        done = kbcli("kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(out), *NOW,
                    *model_args(server, tmp_path), timeout=120)
         assert done.returncode == 0, done.stderr
         purposes = [(r["_logicpipe"]["purpose"], r["_logicpipe"]["problem"]) for r in server.requests]
@@ -92,7 +92,7 @@ def test_ask_batch_on_the_example_kb(tmp_path):
     assert tree["children"][0]["clause"] == "percept"
 
 
-def test_ask_one_question_with_model_context_and_unsafe_goal(tmp_path):
+def test_ask_one_question_with_model_context_and_unsafe_goal(kbcli, tmp_path):
     marker = tmp_path / "marker"
 
     def reply(body):
@@ -102,7 +102,7 @@ def test_ask_one_question_with_model_context_and_unsafe_goal(tmp_path):
         return replies()(body)
 
     with FakeOpenAI(reply) as server:
-        done = cli("kb", "ask", str(CAMPUS), "Is Alice a student?", "--context", "model", "-f", "json",
+        done = kbcli("kb", "ask", str(CAMPUS), "Is Alice a student?", "--context", "model", "-f", "json",
                    *model_args(server, tmp_path), timeout=60)
     assert done.returncode == 0, done.stderr
     record = json.loads(done.stdout)
@@ -113,13 +113,13 @@ def test_ask_one_question_with_model_context_and_unsafe_goal(tmp_path):
     assert not marker.exists()
 
 
-def test_validate_batch_gives_one_verdict_per_claim(tmp_path):
+def test_validate_batch_gives_one_verdict_per_claim(kbcli, tmp_path):
     marker = tmp_path / "marker"
     answers = tmp_path / "answers.jsonl"
     answers.write_text("".join(json.dumps({"id": key, "answer": f"answer {key}"}) + "\n" for key in CLAIMS))
     out = tmp_path / "validate.jsonl"
     with FakeOpenAI(replies(marker)) as server:
-        done = cli("kb", "validate", str(CAMPUS), "--answers", str(answers), "--out", str(out), *NOW,
+        done = kbcli("kb", "validate", str(CAMPUS), "--answers", str(answers), "--out", str(out), *NOW,
                    *model_args(server, tmp_path), timeout=120)
     assert done.returncode == 0, done.stderr
     records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
@@ -133,34 +133,34 @@ def test_validate_batch_gives_one_verdict_per_claim(tmp_path):
     assert not marker.exists()
 
 
-def test_validate_one_answer_exits_1_when_invalid(tmp_path):
+def test_validate_one_answer_exits_1_when_invalid(kbcli, tmp_path):
     def reply(body):
         return json.dumps(CLAIMS["a3"])
 
     with FakeOpenAI(reply) as server:
-        done = cli("kb", "validate", str(CAMPUS), "--answer", "Hopper teaches cs301 and the pool is open.",
+        done = kbcli("kb", "validate", str(CAMPUS), "--answer", "Hopper teaches cs301 and the pool is open.",
                    *NOW, *model_args(server, tmp_path), timeout=60)
     assert done.returncode == 1
     assert "[not derivable] Hopper teaches cs301" in done.stdout and "valid: no" in done.stdout
 
 
-def test_add_shows_facts_and_appends_only_with_yes(tmp_path):
+def test_add_shows_facts_and_appends_only_with_yes(kbcli, tmp_path):
     kb = tmp_path / "campus.pl"
     kb.write_text(CAMPUS.read_text())
     with FakeOpenAI(replies()) as server:
-        shown = cli("kb", "add", str(kb), "Erin enrolled in cs101; Zoe is a student.", *model_args(server, tmp_path),
+        shown = kbcli("kb", "add", str(kb), "Erin enrolled in cs101; Zoe is a student.", *model_args(server, tmp_path),
                     timeout=60)
         assert shown.returncode == 0, shown.stderr
         assert shown.stdout.splitlines() == ["enrolled(erin, cs101).", "student(zoe)."]
         assert "likes/2 is not a predicate of the KB" in shown.stderr and "must not contain variables" in shown.stderr
         assert kb.read_text() == CAMPUS.read_text()
-        done = cli("kb", "add", str(kb), "Erin enrolled in cs101; Zoe is a student.", "--yes",
+        done = kbcli("kb", "add", str(kb), "Erin enrolled in cs101; Zoe is a student.", "--yes",
                    *model_args(server, tmp_path), timeout=60)
     assert done.returncode == 0, done.stderr
     lines = kb.read_text().splitlines()
     assert lines[lines.index("student(erin).") + 1] == "student(zoe)."  # next to its predicate's clauses
     assert lines[lines.index("enrolled(erin, phil101).") + 1] == "enrolled(erin, cs101)."
-    check = cli("kb", "check", str(kb), timeout=60)
+    check = kbcli("kb", "check", str(kb), timeout=60)
     assert check.returncode == 0 and check.stderr == ""
     assert "student/1                        6 clauses" in check.stdout
 

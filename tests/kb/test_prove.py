@@ -5,7 +5,6 @@ import pytest
 from logicpipe.errors import ProgramParseError
 from logicpipe.kb.safety import GoalRejected, check_goal
 from logicpipe.kb.terms import canonical, parse_goals
-from tests.conftest import cli
 
 FAMILY = """\
 :- dynamic p_weather/1.
@@ -32,7 +31,7 @@ def kb(tmp_path):
     return path
 
 
-def prove_json(kb, *goals, extra=()):
+def prove_json(cli, kb, *goals, extra=()):
     done = cli("kb", "prove", str(kb), *goals, "--format", "json", *extra, timeout=60)
     assert done.returncode in (0, 1), done.stderr
     return done, [json.loads(line) for line in done.stdout.splitlines()]
@@ -44,8 +43,8 @@ def shape(node):
             [shape(c) for c in node["children"]])
 
 
-def test_ancestor_recursion_tree_node_by_node(kb):
-    done, [result] = prove_json(kb, "ancestor(tom, X)")
+def test_ancestor_recursion_tree_node_by_node(kbcli, kb):
+    done, [result] = prove_json(kbcli, kb, "ancestor(tom, X)")
     assert done.returncode == 0 and result["proved"] is True
     assert [s["bindings"] for s in result["solutions"]] == [{"X": "bob"}, {"X": "ann"}, {"X": "joe"}]
     assert shape(result["solutions"][1]["tree"]) == (
@@ -54,8 +53,8 @@ def test_ancestor_recursion_tree_node_by_node(kb):
     assert result["solutions"][0]["tree"]["clause"] == f"{kb}:5"
 
 
-def test_negation_and_arithmetic_are_leaves(kb):
-    _, [senior, childless] = prove_json(kb, "senior(Who)", "childless(W)")
+def test_negation_and_arithmetic_are_leaves(kbcli, kb):
+    _, [senior, childless] = prove_json(kbcli, kb, "senior(Who)", "childless(W)")
     assert shape(senior["solutions"][0]["tree"]) == (
         "senior(tom)", "11", [("age(tom, 70)", "9", []), ("70>=65", ">=/2", [])])
     assert [s["bindings"] for s in childless["solutions"]] == []  # tom and bob are both parents
@@ -69,8 +68,8 @@ def test_negation_and_arithmetic_are_leaves(kb):
     assert first["children"][1]["children"][0]["goal"] == "parent(tom, bob)"
 
 
-def test_cyclic_rule_terminates_by_loop_check(kb):
-    done, [yes, no] = prove_json(kb, "connected(b, a)", "connected(c, a)")
+def test_cyclic_rule_terminates_by_loop_check(kbcli, kb):
+    done, [yes, no] = prove_json(kbcli, kb, "connected(b, a)", "connected(c, a)")
     assert yes["proved"] and shape(yes["solutions"][0]["tree"]) == (
         "connected(b, a)", "8", [("connected(a, b)", "7", [])])
     assert no["proved"] is False and "limit" not in no
@@ -83,60 +82,60 @@ def test_cyclic_rule_terminates_by_loop_check(kb):
                                           (["--depth", "100000000", "--inferences", "200000"], "inferences"),
                                           (["--depth", "100000000", "--inferences", "10000000000",
                                             "--time", "0.5"], "time")])
-def test_a_goal_that_loops_forever_ends_at_its_bound(kb, bound, limit):
-    done, [result] = prove_json(kb, "loop(a)", extra=bound)
+def test_a_goal_that_loops_forever_ends_at_its_bound(kbcli, kb, bound, limit):
+    done, [result] = prove_json(kbcli, kb, "loop(a)", extra=bound)
     assert done.returncode == 1
     assert result["proved"] is False and result["limit"] == limit
 
 
-def test_memory_bound(tmp_path):
+def test_memory_bound(kbcli, tmp_path):
     path = tmp_path / "grow.pl"
     path.write_text("big(L) :- numlist(1, 100000000, L).\n")
-    _, [result] = prove_json(path, "big(L)", extra=["--inferences", "10000000000", "--time", "30",
+    _, [result] = prove_json(kbcli, path, "big(L)", extra=["--inferences", "10000000000", "--time", "30",
                                                    "--memory-mb", "64"])
     assert result["proved"] is False and result["limit"] == "memory"
 
 
-def test_text_dot_and_mermaid_formats(kb):
-    text = cli("kb", "prove", str(kb), "ancestor(tom, ann)", timeout=60)
+def test_text_dot_and_mermaid_formats(kbcli, kb):
+    text = kbcli("kb", "prove", str(kb), "ancestor(tom, ann)", timeout=60)
     assert text.returncode == 0
     assert "└── ancestor(bob, ann)" in text.stdout and f"[{kb}:6]" in text.stdout
-    dot = cli("kb", "prove", str(kb), "ancestor(tom, ann)", "-f", "dot", timeout=60).stdout
+    dot = kbcli("kb", "prove", str(kb), "ancestor(tom, ann)", "-f", "dot", timeout=60).stdout
     assert dot.startswith("digraph") and dot.count("->") == 3
-    mermaid = cli("kb", "prove", str(kb), "connected(c, a)", "-f", "mermaid", timeout=60).stdout
+    mermaid = kbcli("kb", "prove", str(kb), "connected(c, a)", "-f", "mermaid", timeout=60).stdout
     assert mermaid.startswith("graph TD") and mermaid.count("-->") == 2 and "stroke:#c00" in mermaid
 
 
-def test_percept_is_asserted_before_proving(kb, tmp_path):
-    _, [without] = prove_json(kb, "swim")
+def test_percept_is_asserted_before_proving(kbcli, kb, tmp_path):
+    _, [without] = prove_json(kbcli, kb, "swim")
     assert without["proved"] is False
-    _, [sunny] = prove_json(kb, "swim", extra=["--percept", "p_weather=sunny"])
+    _, [sunny] = prove_json(kbcli, kb, "swim", extra=["--percept", "p_weather=sunny"])
     assert shape(sunny["solutions"][0]["tree"]) == ("swim", "14", [("p_weather(sunny)", "percept", [])])
     percepts = tmp_path / "now.txt"
     percepts.write_text("% current readings\np_weather = rainy\n")
-    _, [rainy] = prove_json(kb, "p_weather(W)", extra=["--percepts", str(percepts)])
+    _, [rainy] = prove_json(kbcli, kb, "p_weather(W)", extra=["--percepts", str(percepts)])
     assert rainy["solutions"][0]["bindings"] == {"W": "rainy"}
 
 
-def test_check_lists_predicates_and_reports_syntax_errors_with_file_line(kb, tmp_path):
-    done = cli("kb", "check", str(kb), timeout=60)
+def test_check_lists_predicates_and_reports_syntax_errors_with_file_line(kbcli, kb, tmp_path):
+    done = kbcli("kb", "check", str(kb), timeout=60)
     assert done.returncode == 0, done.stderr
     assert "ancestor/2" in done.stdout and "parent/2                         3 clauses" in done.stdout
     bad = tmp_path / "bad.pl"
     bad.write_text("ok(a).\n\nbroken(X :- .\nok(b).\n")
-    done = cli("kb", "check", str(bad), timeout=60)
+    done = kbcli("kb", "check", str(bad), timeout=60)
     assert done.returncode == 1
     assert f"{bad}:3: error: Syntax error" in done.stderr
     assert "ok/1                             2 clauses" in done.stdout
-    proving = cli("kb", "prove", str(bad), "ok(a)", timeout=60)
+    proving = kbcli("kb", "prove", str(bad), "ok(a)", timeout=60)
     assert proving.returncode == 2 and f"{bad}:3" in proving.stderr
 
 
 @pytest.mark.parametrize("goal", ["shell('touch {marker}')", "halt", "assertz(x)", "consult('{marker}')",
                                   "open('{marker}', write, S)"])
-def test_unsafe_goals_are_rejected_and_nothing_runs(kb, tmp_path, goal):
+def test_unsafe_goals_are_rejected_and_nothing_runs(kbcli, kb, tmp_path, goal):
     marker = tmp_path / "marker"
-    done = cli("kb", "prove", str(kb), "parent(tom, bob)", goal.format(marker=marker), timeout=60)
+    done = kbcli("kb", "prove", str(kb), "parent(tom, bob)", goal.format(marker=marker), timeout=60)
     assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.startswith("error: ") and done.stdout == ""
     assert not marker.exists()
