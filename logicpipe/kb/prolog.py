@@ -31,6 +31,7 @@ class Limits:
     seconds: float = 5.0
     memory_mb: int = 512
     max_solutions: int = 10
+    load_seconds: float = 60.0  # loading runs the KB's own directives
 
 
 class PrologProcess:
@@ -40,9 +41,18 @@ class PrologProcess:
         self.limits = limits
         self._stderr = tempfile.TemporaryFile()
         self._buffer = b""
+        self._ready = False  # a process that never loaded is not restarted
         self._process = self._start()
-        self.loaded = self._request({"op": "load", "files": [{"path": str(p.resolve()), "name": n}
-                                                              for p, n in files]}, 60.0)
+        try:
+            self.loaded = self._load()
+        except BaseException:
+            self.close()
+            raise
+        self._ready = True
+
+    def _load(self) -> dict[str, Any]:
+        files = [{"path": str(p.resolve()), "name": n} for p, n in self.files]
+        return self._request({"op": "load", "files": files}, self.limits.load_seconds)
 
     def _start(self) -> subprocess.Popen:
         memory = self.limits.memory_mb
@@ -96,7 +106,7 @@ class PrologProcess:
                 left = deadline - time.monotonic()
                 if left <= 0 or not selector.select(left):
                     self._restart()
-                    raise SolverTimeout("SWI-Prolog did not answer in time; its process was replaced")
+                    raise SolverTimeout("SWI-Prolog did not answer in time")
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     message = self._last_error()
@@ -110,11 +120,12 @@ class PrologProcess:
         return lines[-1] if lines else f"exit status {self._process.poll()}"
 
     def _restart(self) -> None:
+        """Replace a hung or dead process by a freshly loaded one (none while the first load runs)."""
         self._kill()
         self._buffer = b""
-        self._process = self._start()
-        self._request({"op": "load", "files": [{"path": str(p.resolve()), "name": n} for p, n in self.files]},
-                      60.0)
+        if self._ready:
+            self._process = self._start()
+            self._load()
 
     def _kill(self) -> None:
         if self._process.poll() is None:

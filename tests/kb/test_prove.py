@@ -1,8 +1,12 @@
 import json
+import os
+import signal
 
 import pytest
 
-from logicpipe.errors import ProgramParseError
+from logicpipe.errors import ProgramExecutionError, ProgramParseError, SolverTimeout
+from logicpipe.kb.base import KnowledgeBase
+from logicpipe.kb.prolog import Limits
 from logicpipe.kb.safety import GoalRejected, check_goal
 from logicpipe.kb.terms import canonical, parse_goals
 
@@ -163,3 +167,18 @@ def test_nested_and_indirect_calls_are_checked(goal):
         check_goal(parse_goals(goal)[0], {("ancestor", 2)})
     with pytest.raises(ProgramParseError):
         parse_goals("system:shell(x)")
+
+
+def test_a_kb_whose_loading_never_ends_is_stopped(tmp_path):
+    path = tmp_path / "hang.pl"
+    path.write_text(":- repeat, fail.\n")
+    with pytest.raises(SolverTimeout):
+        KnowledgeBase(path, Limits(load_seconds=1.0))
+
+
+def test_a_dead_prolog_is_replaced_and_the_kb_answers_again(kb):
+    with KnowledgeBase(kb) as base:
+        os.killpg(base.process._process.pid, signal.SIGKILL)
+        with pytest.raises(ProgramExecutionError):
+            base.prove("parent(tom, X)")
+        assert base.prove("parent(tom, X)")["solutions"][0]["bindings"] == {"X": "bob"}
