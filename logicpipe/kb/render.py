@@ -86,18 +86,46 @@ def mermaid(results: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _reason(node: Node) -> str:
+    clause = node["clause"]
+    return f"{node['goal']} (current value)" if clause == "percept" else node["goal"]
+
+
+def _explain(node: Node) -> list[str]:
+    """One sentence per rule application, outermost first: "G holds by file:line, because A; B."."""
+    children = node.get("children", [])
+    if not children:
+        return []
+    because = "; ".join(_reason(c) for c in children)
+    sentences = [f"{node['goal']} holds by {node['clause']}, because {because}."]
+    for child in children:
+        sentences += _explain(child)
+    return sentences
+
+
+def _failures(node: Node) -> list[str]:
+    """The failed leaves of an explored tree: where each attempt broke down."""
+    children = node.get("children", [])
+    if node.get("proved", True):
+        return []
+    if not children or all(c.get("proved", True) for c in children):
+        return [f"{node['goal']} ({node['clause']})"]
+    return [f for child in children for f in _failures(child)]
+
+
 def context_sentences(result: dict[str, Any]) -> list[str]:
-    """Template context: what the KB derived for a goal, and from which clauses."""
+    """Template context: what the KB derived for a goal, and from which facts and rules."""
     goal = result["goal"]
     if result.get("error"):
         return [f"The knowledge base could not evaluate {goal}: {result['error']}."]
     if not result["proved"]:
-        return [f"The knowledge base cannot derive {goal} ({NOT_DERIVABLE})."]
+        sentence = f"The knowledge base cannot derive {goal} ({NOT_DERIVABLE})"
+        failures = _failures(result["explored"]) if result.get("explored") else []
+        return [sentence + (f"; the proof fails at: {'; '.join(failures)}." if failures else ".")]
     sentences = []
     for solution in result["solutions"]:
         tree = solution["tree"]
         bindings = ", ".join(f"{k} = {v}" for k, v in solution["bindings"].items())
-        head = f"The knowledge base derives {tree['goal']}" + (f" (with {bindings})" if bindings else "")
-        support = [f"{c['goal']} [{c['clause']}]" for c in tree.get("children", [])]
-        sentences.append(head + (f", because {'; '.join(support)}." if support else f" [{tree['clause']}]."))
+        sentences.append(f"The knowledge base derives {tree['goal']}" + (f" (with {bindings})." if bindings else "."))
+        sentences += _explain(tree)
     return sentences

@@ -86,6 +86,8 @@ def test_ask_batch_on_the_example_kb(kbcli, tmp_path):
         assert record["usage"]["calls"] == 2
     assert "derives requires(cs401, cs101)" in records["q01"]["context"]
     assert "cannot derive can_borrow(bob, B)" in records["q06"]["context"]
+    assert "the proof fails at: \\+overdue(taocp, bob)" in records["q06"]["context"]
+    assert "because facility(pool, outdoor); p_weather(sunny) (current value)" in records["q05"]["context"]
     tree = records["q05"]["results"][0]["solutions"][0]["tree"]
     assert [c["goal"] for c in tree["children"]] == ["p_hour(11)", "hours(pool, 9, 18)", "11>=9", "11<18",
                                                     "weather_ok(pool)"]
