@@ -13,7 +13,7 @@ from pathlib import Path
 from string import Template
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict
 
 from ..errors import DataError
 from ..jsonl import Appender, iter_json_lines, read_records
@@ -37,7 +37,6 @@ class Input(BaseModel):
     model_config = ConfigDict(extra="ignore")
     id: str
     text: str
-    extra: dict[str, Any] = Field(default_factory=dict)
 
 
 def prompt(name: str, **values: str) -> list[dict[str, str]]:
@@ -69,7 +68,7 @@ def read_inputs(path: Path, field: str) -> list[Input]:
         if key in seen:
             raise DataError(f"{path}:{number}: duplicate id {key!r}")
         seen.add(key)
-        inputs.append(Input(id=key, text=raw[field], extra=raw))
+        inputs.append(Input(id=key, text=raw[field]))
     return inputs
 
 

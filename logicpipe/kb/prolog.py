@@ -52,7 +52,7 @@ class PrologProcess:
 
     def _load(self) -> dict[str, Any]:
         files = [{"path": str(p.resolve()), "name": n} for p, n in self.files]
-        return self._request({"op": "load", "files": files}, self.limits.load_seconds)
+        return self.request({"op": "load", "files": files}, self.limits.load_seconds)
 
     def _start(self) -> subprocess.Popen:
         memory = self.limits.memory_mb
@@ -72,12 +72,9 @@ class PrologProcess:
         request = {"op": "prove", "goal": goal, "depth": limits.depth, "inferences": limits.inferences,
                    "time": limits.seconds, "max_solutions": limits.max_solutions, "percepts": percepts or []}
         # Prolog enforces the time limit itself; the grace covers a process that stops answering.
-        return self._request(request, limits.seconds + 10.0)
+        return self.request(request, limits.seconds + 10.0)
 
     def request(self, payload: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
-        return self._request(payload, timeout)
-
-    def _request(self, payload: dict[str, Any], timeout: float) -> dict[str, Any]:
         stdin = self._process.stdin
         assert stdin is not None
         try:
