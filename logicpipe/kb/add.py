@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import LogicPipeError, UsageError
+from ..errors import UsageError
 from ..llm import LLMError, Request
 from .base import KnowledgeBase
-from .flow import Flow, Settings, code_block, prompt
+from .flow import Flow, Settings, code_block, prompt, read_goals
 from .terms import Atom, Compound, Term, ground, parse_goals, show
 
 
@@ -27,11 +27,7 @@ def check_facts(kb: KnowledgeBase, text: str) -> Addition:
     if body.upper().rstrip(".") == "NONE" or not body:
         addition.error = "the statement cannot be written with the KB's predicates"
         return addition
-    try:
-        terms = parse_goals(body)
-    except LogicPipeError as exc:
-        addition.error = f"the facts do not parse: {exc}"
-        return addition
+    terms, addition.rejected = read_goals(body)
     known = {(p.name, p.arity) for p in kb.predicates}
     for term in terms:
         why = _not_a_fact(term, known)

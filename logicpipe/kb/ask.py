@@ -11,9 +11,9 @@ from ..errors import LogicPipeError
 from ..llm import LLMError, Request
 from ..records import Usage
 from .base import KnowledgeBase
-from .flow import Flow, Input, Settings, add_usage, code_block, prompt
+from .flow import Flow, Input, Settings, add_usage, code_block, prompt, read_goals
 from .render import context_sentences
-from .terms import parse_goals, show
+from .terms import show
 
 CANNOT_ADDRESS = "The knowledge base cannot address this question"
 
@@ -55,11 +55,7 @@ def ask_flow(kb: KnowledgeBase, item: Input, settings: Settings, context_mode: s
     if body.upper().rstrip(".") == "UNANSWERABLE" or not body:
         record.answer = f"{CANNOT_ADDRESS}: its predicates cannot express it."
         return record
-    try:
-        terms = parse_goals(body)
-    except LogicPipeError as exc:
-        record.rejected.append(f"{body.strip()} -- {exc}")
-        terms = []
+    terms, record.rejected = read_goals(body)
     for term in terms:
         record.goals.append(show(term))
         try:

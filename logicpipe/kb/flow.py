@@ -15,10 +15,11 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
-from ..errors import DataError
+from ..errors import DataError, ProgramParseError
 from ..jsonl import Appender, iter_json_lines, read_records
 from ..llm import Completion, LLMClient, LLMError, Request
 from ..records import Usage
+from .terms import Term, parse_goals
 
 PROMPTS = Path(__file__).with_name("prompts")
 
@@ -47,6 +48,25 @@ def code_block(text: str) -> str:
     """The body of the first fenced block, else the whole reply."""
     match = re.search(r"```[a-zA-Z]*\n(.*?)```", text, re.DOTALL)
     return match.group(1) if match else text
+
+
+def read_goals(text: str) -> tuple[list[Term], list[str]]:
+    """Goals from a model's reply: the whole block if it parses, else line by line (models often drop
+    the full stops), so one bad line costs only itself. Returns (terms, "line -- why" for the rest)."""
+    try:
+        return parse_goals(text), []
+    except ProgramParseError as whole:
+        lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("%")]
+        if len(lines) < 2:
+            return [], [f"{text.strip()} -- {whole}"]
+    terms: list[Term] = []
+    errors: list[str] = []
+    for line in lines:
+        try:
+            terms += parse_goals(line)
+        except ProgramParseError as exc:
+            errors.append(f"{line} -- {exc}")
+    return terms, errors
 
 
 def add_usage(usage: Usage, reply: Reply) -> None:
