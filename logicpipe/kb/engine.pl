@@ -35,7 +35,7 @@ main :-
     (   Line == end_of_file
     ->  halt(0)
     ;   catch(( atom_json_dict(Line, Request, [value_string_as(string)]),
-                handle(Request.op, Request, Reply) ),
+                ( handle(Request.op, Request, Reply) -> true ; Reply = _{error: "the request failed"} ) ),
               Error, error_reply(Error, Reply)),
         reply(Reply),
         fail
@@ -104,22 +104,42 @@ handle("facts", Request, _{facts: Facts}) :-
 handle("prove", Request, Reply) :-
     set_percepts(Request.percepts),
     term_string(Goal, Request.goal, [variable_names(Names)]),
-    Limits = limits(Request.depth, Request.max_solutions),
+    Depth = Request.depth,
     retractall(depth_hit),
-    catch(call_with_time_limit(Request.time,
-              call_with_inference_limit(prove_goal(Goal, Names, Limits, Result), Request.inferences, Status)),
-          Error, true),
-    (   nonvar(Error)
-    ->  limit_reply(Error, Reply)
-    ;   Status == inference_limit_exceeded
-    ->  Reply = _{proved: false, solutions: [], limit: "inferences",
-                  error: "inference limit exceeded"}
-    ;   Result = result(Solutions, Explored),
-        ( Solutions == [] -> Proved = false ; Proved = true ),
-        ( depth_hit -> Limit = "depth" ; Limit = null ),
-        Reply = _{proved: Proved, solutions: Solutions, explored: Explored, limit: Limit}
+    bounded(Request, findall(S, ( limit(Request.max_solutions, body(Goal, Depth, [], Nodes)),
+                                  snapshot(Goal, Names, Nodes, S) ), Solutions), Outcome),
+    (   Outcome \== ok
+    ->  limit_reply(Outcome, Reply)
+    ;   ( depth_hit -> Limit = "depth" ; Limit = null ),
+        (   Solutions == []
+        ->  % The failed search gets its own budget, so a tree too large to show loses only the tree.
+            bounded(Request, explored(Goal, Names, Depth, Explored), Shown),
+            ( Shown == ok -> true ; Explored = null ),
+            Reply = _{proved: false, solutions: [], explored: Explored, limit: Limit}
+        ;   Reply = _{proved: true, solutions: Solutions, explored: null, limit: Limit}
+        )
     ).
 
+% bounded(+Request, :Goal, -Outcome): run Goal once under the request's time and inference limits.
+bounded(Request, Goal, Outcome) :-
+    (   catch(call_with_time_limit(Request.time,
+                  call_with_inference_limit(Goal, Request.inferences, Status)),
+              Error, true)
+    ->  true
+    ;   Error = failed
+    ),
+    (   nonvar(Error) -> Outcome = Error
+    ;   Status == inference_limit_exceeded -> Outcome = inference_limit_exceeded
+    ;   Outcome = ok
+    ).
+
+explored(Goal, Names, Depth, Explored) :-
+    explore_body(Goal, Depth, [], Nodes, _),
+    root(Goal, Nodes, false, Root),
+    export_tree(Goal-Names-Root, Explored).
+
+limit_reply(inference_limit_exceeded, _{proved: false, solutions: [], limit: "inferences",
+                                        error: "inference limit exceeded"}) :- !.
 limit_reply(time_limit_exceeded, _{proved: false, solutions: [], limit: "time", error: "time limit exceeded"}) :- !.
 limit_reply(error(resource_error(_), _), _{proved: false, solutions: [], limit: "memory",
                                            error: "memory (stack) limit exceeded"}) :- !.
@@ -145,15 +165,6 @@ set_percept(P) :-
     Fact =.. [Name, Value],
     assertz(kb:Fact),
     assertz(percept_pred(Name, 1)).
-
-prove_goal(Goal, Names, limits(Depth, Max), result(Solutions, Explored)) :-
-    findall(S, ( limit(Max, body(Goal, Depth, [], Nodes)), snapshot(Goal, Names, Nodes, S) ), Solutions),
-    (   Solutions == []
-    ->  explore_body(Goal, Depth, [], ENodes, _),
-        root(Goal, ENodes, false, Root),
-        export_tree(Goal-Names-Root, Explored)
-    ;   Explored = null
-    ).
 
 % A single goal is its own root; a conjunction gets a "query" node over its conjuncts.
 root(Goal, [Node], _, Node) :- Goal \= (_, _), !.
