@@ -81,7 +81,9 @@ class PrologProcess:
             stdin.write((json.dumps(payload) + "\n").encode())
             stdin.flush()
         except BrokenPipeError:
-            raise ProgramExecutionError(f"SWI-Prolog exited: {self._last_error()}") from None
+            message = self._last_error()
+            self._restart()
+            raise ProgramExecutionError(f"SWI-Prolog exited: {message}") from None
         line = self._read_reply(time.monotonic() + timeout)
         reply = json.loads(line)
         if set(reply) == {"error"}:
