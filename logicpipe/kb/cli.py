@@ -37,6 +37,19 @@ def _percepts(percept: list[str], percepts_file: Optional[Path]) -> list[Percept
     return found + [parse_percept(p) for p in percept]
 
 
+def _open(path: Path, limits: Limits, percepts: list[Percept]) -> KnowledgeBase:
+    """A KB that loads without errors; its warnings are shown, not dropped."""
+    base = KnowledgeBase(path, limits, percepts)
+    try:
+        base.require_clean()
+    except UsageError:
+        base.close()
+        raise
+    for message in base.messages:
+        typer.echo(str(message), err=True)
+    return base
+
+
 _DEPTH = typer.Option(200, "--depth", help="most nested KB calls per proof")
 _INFERENCES = typer.Option(2_000_000, "--inferences", help="most logical inferences per proof")
 _TIME = typer.Option(5.0, "--time", help="seconds per proof")
@@ -47,8 +60,8 @@ _PERCEPTS_FILE = typer.Option(None, "--percepts", help="file of name=value lines
 
 
 @kb_app.command()
-def check(kb: list[Path] = typer.Argument(..., help="KB files (or folders of .pl files)")) -> None:
-    """Load the KB in an isolated SWI-Prolog; report errors with file:line and list the predicates."""
+def check(kb: list[Path] = typer.Argument(..., help="KB files, or folders whose .pl files load together")) -> None:
+    """Load each KB in an isolated SWI-Prolog; report errors with file:line and list the predicates."""
     failed = False
     for path in kb:
         with KnowledgeBase(path) as base:
@@ -73,8 +86,7 @@ def prove(kb: Path = typer.Argument(..., help="KB file or folder"),
     if format not in _FORMATS:
         raise UsageError(f"--format must be one of {', '.join(_FORMATS)}")
     limits = _limits(depth, inferences, time, memory_mb, max_solutions)
-    with KnowledgeBase(kb, limits, _percepts(percept, percepts)) as base:
-        base.require_clean()
+    with _open(kb, limits, _percepts(percept, percepts)) as base:
         terms = [base.check(goal) for goal in goals]  # every goal is checked before any runs
         results = [base.prove_term(term) for term in terms]
     if format == "json":
@@ -141,8 +153,7 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
     if context not in ("template", "model"):
         raise UsageError("--context must be template or model")
     limits = _limits(depth, inferences, time, memory_mb, max_solutions)
-    with KnowledgeBase(kb, limits, _percepts(percept, percepts)) as base:
-        base.require_clean()
+    with _open(kb, limits, _percepts(percept, percepts)) as base:
         words, settings = vocabulary(base), Settings()
         record = _run(_client(model, base_url, llm_cache, max_concurrency), question, questions, out,
                       "question", lambda item: ask_flow(base, item, settings, context, words), AskRecord)
@@ -173,8 +184,7 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
     """Check an answer claim by claim against the KB; valid only when every claim is True."""
     _one_or_batch(answer, answers, out, "answer")
     limits = _limits(depth, inferences, time, memory_mb, 1)
-    with KnowledgeBase(kb, limits, _percepts(percept, percepts)) as base:
-        base.require_clean()
+    with _open(kb, limits, _percepts(percept, percepts)) as base:
         words, settings = vocabulary(base), Settings()
         record = _run(_client(model, base_url, llm_cache, max_concurrency), answer, answers, out,
                       "answer", lambda item: validate_flow(base, item, settings, words), ValidateRecord)
@@ -201,8 +211,7 @@ def add(kb: Path = typer.Argument(..., help="KB file to extend"),
     """Translate a statement into facts of the KB's predicates; append them with --yes."""
     if yes and not kb.is_file():
         raise UsageError(f"{kb}: --yes needs a KB file to append to")
-    with KnowledgeBase(kb) as base:
-        base.require_clean()
+    with _open(kb, Limits(), []) as base:
         words, settings = vocabulary(base), Settings()
         client = _client(model, base_url, llm_cache, 1)
         results: list[Addition] = []

@@ -133,6 +133,10 @@ def test_check_lists_predicates_and_reports_syntax_errors_with_file_line(kbcli, 
     assert "ok/1                             2 clauses" in done.stdout
     proving = kbcli("kb", "prove", str(bad), "ok(a)", timeout=60)
     assert proving.returncode == 2 and f"{bad}:3" in proving.stderr
+    warned = tmp_path / "warned.pl"
+    warned.write_text("p(a).\nq(X) :- p(Y).\n")
+    proving = kbcli("kb", "prove", str(warned), "p(a)")
+    assert proving.returncode == 0 and f"{warned}:2: warning: Singleton variables: [X,Y]" in proving.stderr
 
 
 @pytest.mark.parametrize("goal", ["shell('touch {marker}')", "halt", "assertz(x)", "consult('{marker}')",
