@@ -113,7 +113,10 @@ def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurre
     return LLMClient(LLMSettings(model=model, base_url=base_url, cache_path=cache, max_concurrency=concurrency))
 
 
-def _one_or_batch(single: Optional[str], batch: Optional[Path], out: Optional[Path], what: str) -> None:
+def _one_or_batch(single: Optional[str], batch: Optional[Path], out: Optional[Path], what: str,
+                  format: str) -> None:
+    if format not in ("text", "json"):
+        raise UsageError("--format must be text or json")
     if (single is None) == (batch is None):
         raise UsageError(f"give one {what} or a JSONL file of them, not both and not neither")
     if batch is not None and out is None:
@@ -149,7 +152,7 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
         max_solutions: int = _SOLUTIONS, percept: list[str] = _PERCEPT,
         percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
     """Answer questions grounded in the KB: goals, proofs, context, then the model's answer."""
-    _one_or_batch(question, questions, out, "question")
+    _one_or_batch(question, questions, out, "question", format)
     if context not in ("template", "model"):
         raise UsageError("--context must be template or model")
     limits = _limits(depth, inferences, time, memory_mb, max_solutions)
@@ -182,7 +185,7 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
              depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
              percept: list[str] = _PERCEPT, percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
     """Check an answer claim by claim against the KB; valid only when every claim is True."""
-    _one_or_batch(answer, answers, out, "answer")
+    _one_or_batch(answer, answers, out, "answer", format)
     limits = _limits(depth, inferences, time, memory_mb, 1)
     with _open(kb, limits, _percepts(percept, percepts)) as base:
         words, settings = vocabulary(base), Settings()

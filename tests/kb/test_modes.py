@@ -191,3 +191,15 @@ def test_batch_of_100_killed_and_resumed_loses_and_duplicates_nothing(tmp_path):
     assert sorted(r["id"] for r in records) == sorted(ids)
     assert all(r["answer"] == f"ANSWER FOR {r['id']}" or not r["addressed"] for r in records)
     assert f"100 records ({100 - before} new)" in done.stderr
+
+
+def test_usage_errors_are_one_line(kbcli, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"id": "a", "question": "x"}\n{"id": "a", "question": "y"}\n')
+    common = ["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--llm-cache", str(tmp_path / "c.sqlite")]
+    both = kbcli("kb", "ask", str(CAMPUS), "Who?", "--questions", str(questions), "--out", "o.jsonl", *common)
+    assert both.returncode == 2 and "not both" in both.stderr
+    no_out = kbcli("kb", "validate", str(CAMPUS), "--answers", str(questions), *common)
+    assert no_out.returncode == 2 and "--out is required" in no_out.stderr
+    duplicate = kbcli("kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(tmp_path / "o"), *common)
+    assert duplicate.returncode == 2 and f"{questions}:2: duplicate id 'a'" in duplicate.stderr
