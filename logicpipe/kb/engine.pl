@@ -43,7 +43,7 @@ main :-
 
 reply(Reply) :-
     with_output_to(string(Text), json_write_dict(current_output, Reply, [width(0)])),
-    format(user_output, "@@reply ~s~n", [Text]),
+    format(user_output, "~n@@reply ~s~n", [Text]),   % own line, even after KB output without one
     flush_output(user_output).
 
 error_reply(Error, _{error: Text}) :-

@@ -173,6 +173,14 @@ def test_nested_and_indirect_calls_are_checked(goal):
         parse_goals("system:shell(x)")
 
 
+def test_output_printed_by_the_kb_does_not_disturb_replies(tmp_path):
+    path = tmp_path / "chatty.pl"
+    path.write_text(":- format('loading...').\nhello(X) :- format('no newline'), X = world.\n")
+    with KnowledgeBase(path) as base:
+        assert base.prove("hello(X)")["solutions"][0]["bindings"] == {"X": "world"}
+        assert base.prove("hello(world)")["proved"] is True
+
+
 def test_a_kb_whose_loading_never_ends_is_stopped(tmp_path):
     path = tmp_path / "hang.pl"
     path.write_text(":- repeat, fail.\n")
