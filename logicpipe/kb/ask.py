@@ -22,6 +22,7 @@ class AskRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
     question: str
+    percepts: list[str] = Field(default_factory=list)  # the real-time values the proofs saw
     goals: list[str] = Field(default_factory=list)
     rejected: list[str] = Field(default_factory=list)  # goals that failed to parse or may not run, with why
     results: list[dict[str, Any]] = Field(default_factory=list)  # per goal: proved, solutions (bindings, tree)
@@ -41,7 +42,7 @@ def vocabulary(kb: KnowledgeBase) -> dict[str, str]:
 
 def ask_flow(kb: KnowledgeBase, item: Input, settings: Settings, context_mode: str,
              words: dict[str, str]) -> Flow:
-    record = AskRecord(id=item.id, question=item.text)
+    record = AskRecord(id=item.id, question=item.text, percepts=[str(p) for p in [*kb.percepts, *item.percepts]])
 
     def request(purpose: str, messages: list[dict[str, str]]) -> Request:
         return Request("", messages, settings.temperature, settings.max_tokens, purpose=purpose, problem=item.id)
@@ -59,8 +60,8 @@ def ask_flow(kb: KnowledgeBase, item: Input, settings: Settings, context_mode: s
     for term in terms:
         record.goals.append(show(term))
         try:
-            kb.check_term(term)
-            record.results.append(kb.prove_term(term))
+            kb.check_term(term, item.percepts)
+            record.results.append(kb.prove_term(term, item.percepts))
         except LogicPipeError as exc:
             record.rejected.append(f"{show(term)} -- {exc}")
     if not record.results:

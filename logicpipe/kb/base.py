@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,9 @@ class Percept:
     def wire(self) -> dict[str, str]:
         return {"name": self.name, "value": canonical(self.value)}
 
+    def __str__(self) -> str:
+        return f"{self.name} = {show(self.value)}"
+
 
 def parse_percept(text: str, where: str = "--percept") -> Percept:
     """`name=value`, the seed's `p_weather = sunny`: asserted as the fact name(value) before proving."""
@@ -112,24 +116,24 @@ class KnowledgeBase:
             raise UsageError(f"the KB does not load: {self.errors[0]}"
                              + (f" (and {len(self.errors) - 1} more errors)" if len(self.errors) > 1 else ""))
 
-    def check(self, text: str) -> Term:
+    def check(self, text: str, percepts: Sequence[Percept] = ()) -> Term:
         """Parse one goal and check every called predicate; raises ProgramParseError/GoalRejected."""
         goals = parse_goals(text)
         if len(goals) != 1:
             raise ProgramParseError(f"expected one goal, found {len(goals)}", text=text)
-        self.check_term(goals[0])
+        self.check_term(goals[0], percepts)
         return goals[0]
 
-    def check_term(self, term: Term) -> None:
-        check_goal(term, self.allowed)
+    def check_term(self, term: Term, percepts: Sequence[Percept] = ()) -> None:
+        """`percepts` add to (and override) the KB's own, for this goal only."""
+        check_goal(term, self.allowed | {(p.name, 1) for p in percepts})
 
-    def prove(self, text: str) -> dict[str, Any]:
+    def prove(self, text: str, percepts: Sequence[Percept] = ()) -> dict[str, Any]:
         """A JSON-ready result: goal, proved, solutions (bindings, tree), explored tree when it failed."""
-        term = self.check(text)
-        return self.prove_term(term)
+        return self.prove_term(self.check(text, percepts), percepts)
 
-    def prove_term(self, term: Term) -> dict[str, Any]:
-        reply = self.process.prove(canonical(term), [p.wire() for p in self.percepts])
+    def prove_term(self, term: Term, percepts: Sequence[Percept] = ()) -> dict[str, Any]:
+        reply = self.process.prove(canonical(term), [p.wire() for p in [*self.percepts, *percepts]])
         result: dict[str, Any] = {"goal": show(term), "proved": reply["proved"], "solutions": reply["solutions"]}
         if reply.get("explored") is not None:
             result["explored"] = reply["explored"]

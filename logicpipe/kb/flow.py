@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Generator, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from string import Template
 from typing import Any, TypeVar
@@ -19,6 +20,7 @@ from ..errors import DataError, ProgramParseError
 from ..jsonl import Appender, iter_json_lines, read_records
 from ..llm import Completion, LLMClient, LLMError, Request
 from ..records import Usage
+from .base import Percept, parse_percept
 from .terms import Term, parse_goals
 
 PROMPTS = Path(__file__).with_name("prompts")
@@ -34,10 +36,11 @@ class Settings(BaseModel):
     max_tokens: int = 1024
 
 
-class Input(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+@dataclass
+class Input:
     id: str
     text: str
+    percepts: list[Percept] = field(default_factory=list)  # this input's real-time values
 
 
 def prompt(name: str, **values: str) -> list[dict[str, str]]:
@@ -78,7 +81,8 @@ def add_usage(usage: Usage, reply: Reply) -> None:
 
 
 def read_inputs(path: Path, field: str) -> list[Input]:
-    """JSONL with an `id` and the text field; ids must be unique, since output is keyed by them."""
+    """JSONL with an `id` and the text field, and optionally `percepts` ({"p_hour": 11}: the values when
+    this input was asked); ids must be unique, since output is keyed by them."""
     inputs: list[Input] = []
     seen: set[str] = set()
     for number, raw in iter_json_lines(path):
@@ -88,7 +92,11 @@ def read_inputs(path: Path, field: str) -> list[Input]:
         if key in seen:
             raise DataError(f"{path}:{number}: duplicate id {key!r}")
         seen.add(key)
-        inputs.append(Input(id=key, text=raw[field]))
+        percepts = raw.get("percepts") or {}
+        if not isinstance(percepts, dict):
+            raise DataError(f"{path}:{number}: \"percepts\" must be an object of name: value")
+        inputs.append(Input(key, raw[field], [parse_percept(f"{name}={value}", f"{path}:{number}")
+                                              for name, value in percepts.items()]))
     return inputs
 
 

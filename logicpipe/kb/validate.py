@@ -7,6 +7,7 @@ chaining cannot tell the two apart), or "untranslatable". An answer is valid onl
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -14,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..errors import LogicPipeError
 from ..llm import LLMError, Request
 from ..records import Usage
-from .base import NOT_DERIVABLE, KnowledgeBase
+from .base import NOT_DERIVABLE, KnowledgeBase, Percept
 from .flow import Flow, Input, Settings, add_usage, prompt
 
 TRUE, NOT_DERIVABLE_VERDICT, UNTRANSLATABLE = "true", "not derivable", "untranslatable"
@@ -33,18 +34,19 @@ class ValidateRecord(BaseModel):
     model_config = ConfigDict(extra="forbid")
     id: str
     answer: str
+    percepts: list[str] = Field(default_factory=list)  # the real-time values the proofs saw
     claims: list[Claim] = Field(default_factory=list)
     valid: bool = False
     error: str | None = None
     usage: Usage = Field(default_factory=Usage)
 
 
-def judge(kb: KnowledgeBase, claim: str, goal: str | None) -> Claim:
+def judge(kb: KnowledgeBase, claim: str, goal: str | None, percepts: Sequence[Percept] = ()) -> Claim:
     """The deterministic part: one claim and its goal to a verdict."""
     if not goal or not goal.strip():
         return Claim(claim=claim, goal=None, verdict=UNTRANSLATABLE, reason="no goal over the KB's predicates")
     try:
-        result = kb.prove(goal)
+        result = kb.prove(goal, percepts)
     except LogicPipeError as exc:
         return Claim(claim=claim, goal=goal, verdict=UNTRANSLATABLE, reason=str(exc))
     if result["proved"]:
@@ -69,7 +71,7 @@ def parse_claims(text: str) -> list[tuple[str, str | None]]:
 
 
 def validate_flow(kb: KnowledgeBase, item: Input, settings: Settings, words: dict[str, str]) -> Flow:
-    record = ValidateRecord(id=item.id, answer=item.text)
+    record = ValidateRecord(id=item.id, answer=item.text, percepts=[str(p) for p in [*kb.percepts, *item.percepts]])
     reply = yield Request("", prompt("claims", answer=item.text, **words), settings.temperature,
                           settings.max_tokens, purpose="kb-claims", problem=item.id)
     add_usage(record.usage, reply)
@@ -81,6 +83,6 @@ def validate_flow(kb: KnowledgeBase, item: Input, settings: Settings, words: dic
     except ValueError as exc:
         record.error = f"kb-claims: {exc}"
         return record
-    record.claims = [judge(kb, claim, goal) for claim, goal in pairs]
+    record.claims = [judge(kb, claim, goal, item.percepts) for claim, goal in pairs]
     record.valid = bool(record.claims) and all(c.verdict == TRUE for c in record.claims)
     return record

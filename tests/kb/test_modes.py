@@ -203,3 +203,21 @@ def test_usage_errors_are_one_line(kbcli, tmp_path):
     assert no_out.returncode == 2 and "--out is required" in no_out.stderr
     duplicate = kbcli("kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(tmp_path / "o"), *common)
     assert duplicate.returncode == 2 and f"{questions}:2: duplicate id 'a'" in duplicate.stderr
+
+
+def test_a_batch_record_may_carry_its_own_percepts(kbcli, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "q05-now", "question": "Is the pool open?"}) + "\n"
+                         + json.dumps({"id": "q05-storm", "question": "Is the pool open?",
+                                       "percepts": {"p_weather": "storm", "p_hour": 12}}) + "\n")
+    out = tmp_path / "ask.jsonl"
+    with FakeOpenAI(replies()) as server:
+        done = kbcli("kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(out), *NOW,
+                     *model_args(server, tmp_path))
+    assert done.returncode == 0, done.stderr
+    records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert records["q05-now"]["results"][0]["proved"] is True
+    storm = records["q05-storm"]
+    assert storm["results"][0]["proved"] is False
+    assert storm["percepts"][-2:] == ["p_weather = storm", "p_hour = 12"]
+    assert "\\+bad_weather(storm) (negation as failure: the negated goal holds)" in storm["context"]
