@@ -136,7 +136,7 @@ bounded(Request, Goal, Outcome) :-
 explored(Goal, Names, Depth, Explored) :-
     explore_body(Goal, Depth, [], Nodes, _),
     root(Goal, Nodes, false, Root),
-    export_tree(Goal-Names-Root, Explored).
+    export_tree(Names, Root, Explored, _).
 
 limit_reply(inference_limit_exceeded, _{proved: false, solutions: [], limit: "inferences",
                                         error: "inference limit exceeded"}) :- !.
@@ -172,21 +172,17 @@ root(Goal, Nodes, Proved, node(Goal, query, Nodes, Proved)).
 
 snapshot(Goal, Names, Nodes, _{bindings: Bindings, tree: Tree}) :-
     root(Goal, Nodes, true, Root),
-    export_tree(Goal-Names-Root, Tree-Bindings0),
-    Bindings = Bindings0.
+    export_tree(Names, Root, Tree, Bindings).
 
-% Copy, name the query's variables by their written names and the rest _A, _B, ..., then render.
-export_tree(Goal-Names-Root, Out) :-
-    ignore(Goal = _),
+% export_tree(+Names, +Root, -Tree, -Bindings): copy, name the query's variables by their written
+% names and the rest _A, _B, ..., then render the tree and the named variables' values.
+export_tree(Names, Root, Tree, Bindings) :-
     copy_term(Names-Root, Names2-Root2),
     forall(member(N=V, Names2), ( var(V) -> V = '$VAR'(N) ; true )),
     numbervars(Root2, 0, _, [singletons(false)]),
-    node_dict(Root2, Dict),
-    (   var(Out) -> Out = Dict
-    ;   Out = Dict-Bindings,
-        findall(N-S, ( member(N=V, Names2), \+ sub_atom(N, 0, _, _, '_'), text(V, S) ), Pairs),
-        dict_pairs(Bindings, _, Pairs)
-    ).
+    node_dict(Root2, Tree),
+    findall(N-S, ( member(N=V, Names2), \+ sub_atom(N, 0, _, _, '_'), text(V, S) ), Pairs),
+    dict_pairs(Bindings, _, Pairs).
 
 node_dict(node(G, Label, Children, Proved), _{goal: S, clause: L, children: Cs, proved: Proved}) :-
     text(G, S),
