@@ -16,6 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from typer._click.exceptions import UsageError as ClickUsageError
 
 from .errors import LogicPipeError, PrerequisiteError, RunStopped
+from .kb.cli import kb_app
 from .report.render import render_explanation, render_summary
 from .stages import PIPELINE, RunConfig, run_stages
 from .stages import Progress as StageProgress
@@ -24,6 +25,7 @@ from .stages import baseline as run_baseline
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate.")
 console = Console(stderr=True)
+app.add_typer(kb_app, name="kb")
 
 
 def _options(

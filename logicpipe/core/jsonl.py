@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -131,3 +131,14 @@ def write_json_if_changed(path: Path, payload: object) -> bool:
     tmp.write_text(text)
     os.replace(tmp, path)
     return True
+
+
+def iter_json_lines(path: Path) -> Iterator[tuple[int, object]]:
+    """(line number, value) for each non-blank line of a user's JSONL file."""
+    with open(path, encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                try:
+                    yield number, json.loads(line)
+                except json.JSONDecodeError as exc:
+                    raise DataError(f"{path}:{number}: malformed JSON ({exc.msg})") from None

@@ -1,0 +1,157 @@
+"""A loaded knowledge base: its predicates, load messages, percepts, and checked proofs of goals."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ProgramParseError, UsageError
+from .prolog import Limits, PrologProcess
+from .safety import check_goal
+from .terms import Term, canonical, ground, parse_goals, parse_term, show
+
+NOT_DERIVABLE = "not derivable: false, or missing from the KB"
+
+
+@dataclass
+class Predicate:
+    name: str
+    arity: int
+    clauses: int
+    file: str
+    dynamic: bool
+    last_line: int = 0  # line of its last clause in `file`, where new facts go
+
+    @property
+    def signature(self) -> str:
+        return f"{self.name}/{self.arity}"
+
+
+@dataclass
+class LoadMessage:
+    kind: str
+    file: str
+    line: int
+    message: str
+
+    def __str__(self) -> str:
+        text = self.message
+        # SWI-Prolog's own text repeats the location; show ours once.
+        text = re.sub(r"^\S+:\d+:(\d+:)?\s*", "", text)
+        return f"{self.file}:{self.line}: {self.kind}: {' '.join(text.split())}"
+
+
+def kb_files(path: Path) -> list[tuple[Path, str]]:
+    """A KB is a .pl file, or a folder whose .pl files are loaded in name order."""
+    if path.is_dir():
+        files = sorted(path.glob("*.pl"))
+        if not files:
+            raise UsageError(f"{path}: no .pl files in this folder")
+        return [(f, str(f)) for f in files]
+    if not path.is_file():
+        raise UsageError(f"{path}: no such knowledge-base file")
+    return [(path, str(path))]
+
+
+@dataclass
+class Percept:
+    name: str
+    value: Term
+
+    def wire(self) -> dict[str, str]:
+        return {"name": self.name, "value": canonical(self.value)}
+
+    def __str__(self) -> str:
+        return f"{self.name} = {show(self.value)}"
+
+
+def parse_percept(text: str, where: str = "--percept") -> Percept:
+    """`name=value`, the seed's `p_weather = sunny`: asserted as the fact name(value) before proving."""
+    name, sep, value = text.partition("=")
+    name = name.strip()
+    if not sep or not re.fullmatch(r"[a-z]\w*", name):
+        raise UsageError(f"{where}: expected name=value with a lowercase name, got {text!r}")
+    try:
+        term = parse_term(value)
+    except ProgramParseError as exc:
+        raise UsageError(f"{where}: bad value {value.strip()!r}: {exc}") from None
+    if not ground(term):
+        raise UsageError(f"{where}: the value of {name} must be a ground term, got {value.strip()!r}")
+    return Percept(name, term)
+
+
+def read_percepts(path: Path) -> list[Percept]:
+    """One `name = value` per line; blank lines and lines starting with % or # are skipped."""
+    if not path.is_file():
+        raise UsageError(f"{path}: no such percepts file")
+    percepts = []
+    for number, line in enumerate(path.read_text().splitlines(), start=1):
+        if line.strip() and not line.lstrip().startswith(("%", "#")):
+            percepts.append(parse_percept(line, f"{path}:{number}"))
+    return percepts
+
+
+@dataclass
+class KnowledgeBase:
+    path: Path
+    limits: Limits = field(default_factory=Limits)
+    percepts: list[Percept] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.process = PrologProcess(kb_files(self.path), self.limits)
+        loaded = self.process.loaded
+        self.messages = [LoadMessage(**m) for m in loaded["messages"]]
+        self.predicates = [Predicate(**p) for p in loaded["predicates"]]
+        self.allowed = {(p.name, p.arity) for p in self.predicates} | {(p.name, 1) for p in self.percepts}
+
+    @property
+    def errors(self) -> list[LoadMessage]:
+        return [m for m in self.messages if m.kind == "error"]
+
+    def require_clean(self) -> None:
+        if self.errors:
+            raise UsageError(f"the KB does not load: {self.errors[0]}"
+                             + (f" (and {len(self.errors) - 1} more errors)" if len(self.errors) > 1 else ""))
+
+    def check(self, text: str, percepts: Sequence[Percept] = ()) -> Term:
+        """Parse one goal and check every called predicate; raises ProgramParseError/GoalRejected."""
+        goals = parse_goals(text)
+        if len(goals) != 1:
+            raise ProgramParseError(f"expected one goal, found {len(goals)}", text=text)
+        self.check_term(goals[0], percepts)
+        return goals[0]
+
+    def check_term(self, term: Term, percepts: Sequence[Percept] = ()) -> None:
+        """`percepts` add to (and override) the KB's own, for this goal only."""
+        check_goal(term, self.allowed | {(p.name, 1) for p in percepts})
+
+    def prove(self, text: str, percepts: Sequence[Percept] = ()) -> dict[str, Any]:
+        """A JSON-ready result: goal, proved, solutions (bindings, tree), explored tree when it failed."""
+        return self.prove_term(self.check(text, percepts), percepts)
+
+    def prove_term(self, term: Term, percepts: Sequence[Percept] = ()) -> dict[str, Any]:
+        reply = self.process.prove(canonical(term), [p.wire() for p in [*self.percepts, *percepts]])
+        result: dict[str, Any] = {"goal": show(term), "proved": reply["proved"], "solutions": reply["solutions"]}
+        if reply.get("explored") is not None:
+            result["explored"] = reply["explored"]
+        if reply.get("limit"):
+            result["limit"] = reply["limit"]
+        if reply.get("error"):
+            result["error"] = reply["error"]
+        return result
+
+    def sample_facts(self, per_predicate: int = 3) -> list[str]:
+        """A few facts per predicate, as vocabulary for prompts."""
+        return self.process.request({"op": "facts", "per_predicate": per_predicate})["facts"]
+
+    def close(self) -> None:
+        self.process.close()
+
+    def __enter__(self) -> KnowledgeBase:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,236 @@
+"""`logicpipe kb ...`: a thin typer layer over logicpipe.kb's Python API."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from pydantic import BaseModel
+
+from ..errors import UsageError
+from ..llm import LLMClient, LLMSettings
+from .add import Addition, add_flow, append_facts
+from .ask import AskRecord, ask_flow, vocabulary
+from .base import KnowledgeBase, Percept, parse_percept, read_percepts
+from .flow import Flow, Input, Settings, read_inputs, run_batch, run_flows
+from .prolog import Limits
+from .render import dot, mermaid, text_result, text_tree
+from .validate import ValidateRecord, validate_flow
+
+kb_app = typer.Typer(no_args_is_help=True, help="Answer questions from, and check answers against, a Prolog KB.")
+
+_FORMATS = ("text", "json", "dot", "mermaid")
+
+
+def _limits(depth: int, inferences: int, seconds: float, memory_mb: int, max_solutions: int) -> Limits:
+    if min(depth, inferences, memory_mb, max_solutions) < 1 or seconds <= 0:
+        raise UsageError("--depth, --inferences, --time, --memory-mb and --max-solutions must be positive")
+    return Limits(depth, inferences, seconds, memory_mb, max_solutions)
+
+
+def _percepts(percept: list[str], percepts_file: Optional[Path]) -> list[Percept]:
+    found = read_percepts(percepts_file) if percepts_file else []
+    return found + [parse_percept(p) for p in percept]
+
+
+def _open(path: Path, limits: Limits, percepts: list[Percept]) -> KnowledgeBase:
+    """A KB that loads without errors; its warnings are shown, not dropped."""
+    base = KnowledgeBase(path, limits, percepts)
+    try:
+        base.require_clean()
+    except UsageError:
+        base.close()
+        raise
+    for message in base.messages:
+        typer.echo(str(message), err=True)
+    return base
+
+
+_DEPTH = typer.Option(200, "--depth", help="most nested KB calls per proof")
+_INFERENCES = typer.Option(2_000_000, "--inferences", help="most logical inferences per proof")
+_TIME = typer.Option(5.0, "--time", help="seconds per proof")
+_MEMORY = typer.Option(512, "--memory-mb", help="Prolog stack MB per proof")
+_SOLUTIONS = typer.Option(10, "--max-solutions", help="solutions reported per goal")
+_PERCEPT = typer.Option([], "--percept", help="real-time value name=value, asserted as name(value)")
+_PERCEPTS_FILE = typer.Option(None, "--percepts", help="file of name=value lines")
+
+
+@kb_app.command()
+def check(kb: list[Path] = typer.Argument(..., help="KB files, or folders whose .pl files load together")) -> None:
+    """Load each KB in an isolated SWI-Prolog; report errors with file:line and list the predicates."""
+    failed = False
+    for path in kb:
+        with KnowledgeBase(path) as base:
+            for message in base.messages:
+                typer.echo(str(message), err=True)
+            failed = failed or bool(base.errors)
+            for predicate in sorted(base.predicates, key=lambda p: (p.name, p.arity)):
+                kind = " (dynamic)" if predicate.dynamic else ""
+                typer.echo(f"{predicate.signature:<28} {predicate.clauses:>5} clauses  {predicate.file}{kind}")
+    if failed:
+        sys.exit(1)  # typer.Exit's code is lost under main()'s standalone_mode=False
+
+
+@kb_app.command()
+def prove(kb: Path = typer.Argument(..., help="KB file or folder"),
+          goals: list[str] = typer.Argument(..., help="goals such as 'ancestor(tom, X)'"),
+          format: str = typer.Option("text", "--format", "-f", help="text, json, dot or mermaid"),
+          depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
+          max_solutions: int = _SOLUTIONS, percept: list[str] = _PERCEPT,
+          percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
+    """Backward-chain each goal through the KB; print bindings and goal trees. Exit 1 if one fails."""
+    if format not in _FORMATS:
+        raise UsageError(f"--format must be one of {', '.join(_FORMATS)}")
+    limits = _limits(depth, inferences, time, memory_mb, max_solutions)
+    with _open(kb, limits, _percepts(percept, percepts)) as base:
+        terms = [base.check(goal) for goal in goals]  # every goal is checked before any runs
+        results = [base.prove_term(term) for term in terms]
+    if format == "json":
+        for result in results:
+            typer.echo(json.dumps(result, ensure_ascii=False))
+    elif format == "dot":
+        typer.echo(dot(results))
+    elif format == "mermaid":
+        typer.echo(mermaid(results))
+    else:
+        typer.echo("\n\n".join(text_result(r) for r in results))
+    if not all(r["proved"] for r in results):
+        sys.exit(1)
+
+
+_MODEL = typer.Option(..., "--model", "-m", help="model (OpenAI-compatible chat endpoint)")
+_BASE_URL = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="e.g. http://localhost:8000/v1")
+_CACHE = typer.Option(None, "--llm-cache", help="SQLite cache of model replies")
+_CONCURRENCY = typer.Option(8, "--max-concurrency", help="model requests in flight at once")
+_OUT = typer.Option(None, "--out", "-o", help="JSONL output, one record per input; resumes what it holds")
+
+
+def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurrency: int) -> LLMClient:
+    return LLMClient(LLMSettings(model=model, base_url=base_url, cache_path=cache, max_concurrency=concurrency))
+
+
+def _one_or_batch(single: Optional[str], batch: Optional[Path], out: Optional[Path], what: str,
+                  format: str) -> None:
+    if format not in ("text", "json"):
+        raise UsageError("--format must be text or json")
+    if (single is None) == (batch is None):
+        raise UsageError(f"give one {what} or a JSONL file of them, not both and not neither")
+    if batch is not None and out is None:
+        raise UsageError("--out is required with a JSONL input")
+
+
+def _run(client: LLMClient, single: Optional[str], batch: Optional[Path], out: Optional[Path],
+         field: str, make_flow: Callable[[Input], Flow], model: type[BaseModel]) -> Any:
+    """One input: return its record. A file: run the batch into `out` and report counts."""
+    try:
+        if batch is None:
+            records: list[Any] = []
+            run_flows(client, [("cli", make_flow(Input(id="cli", text=single or "")))], records.append)
+            return records[0]
+        assert out is not None
+        total, new = run_batch(client, read_inputs(batch, field), out, model, make_flow)
+        typer.echo(f"{out}: {total} records ({new} new)", err=True)
+        return None
+    finally:
+        client.close()
+
+
+@kb_app.command()
+def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
+        question: Optional[str] = typer.Argument(None, help="a question in English"),
+        questions: Optional[Path] = typer.Option(None, "--questions", help="JSONL of {id, question}"),
+        out: Optional[Path] = _OUT,
+        context: str = typer.Option("template", "--context", help="template (default) or model"),
+        format: str = typer.Option("text", "--format", "-f", help="text or json (one question)"),
+        model: str = _MODEL, base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE,
+        max_concurrency: int = _CONCURRENCY,
+        depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
+        max_solutions: int = _SOLUTIONS, percept: list[str] = _PERCEPT,
+        percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
+    """Answer questions grounded in the KB: goals, proofs, context, then the model's answer."""
+    _one_or_batch(question, questions, out, "question", format)
+    if context not in ("template", "model"):
+        raise UsageError("--context must be template or model")
+    limits = _limits(depth, inferences, time, memory_mb, max_solutions)
+    with _open(kb, limits, _percepts(percept, percepts)) as base:
+        words, settings = vocabulary(base), Settings()
+        record = _run(_client(model, base_url, llm_cache, max_concurrency), question, questions, out,
+                      "question", lambda item: ask_flow(base, item, settings, context, words), AskRecord)
+    if record is None:
+        return
+    if format == "json":
+        typer.echo(record.model_dump_json())
+        return
+    for result in record.results:
+        typer.echo(text_result(result) + "\n")
+    for rejected in record.rejected:
+        typer.echo(f"rejected: {rejected}")
+    if record.context:
+        typer.echo(f"context:\n{record.context}\n")
+    typer.echo(f"answer: {record.answer or record.error}")
+
+
+@kb_app.command()
+def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
+             answer: Optional[str] = typer.Option(None, "--answer", help="an answer to check"),
+             answers: Optional[Path] = typer.Option(None, "--answers", help="JSONL of {id, answer}"),
+             out: Optional[Path] = _OUT,
+             format: str = typer.Option("text", "--format", "-f", help="text or json (one answer)"),
+             model: str = _MODEL, base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE,
+             max_concurrency: int = _CONCURRENCY,
+             depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
+             percept: list[str] = _PERCEPT, percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
+    """Check an answer claim by claim against the KB; valid only when every claim is True."""
+    _one_or_batch(answer, answers, out, "answer", format)
+    limits = _limits(depth, inferences, time, memory_mb, 1)
+    with _open(kb, limits, _percepts(percept, percepts)) as base:
+        words, settings = vocabulary(base), Settings()
+        record = _run(_client(model, base_url, llm_cache, max_concurrency), answer, answers, out,
+                      "answer", lambda item: validate_flow(base, item, settings, words), ValidateRecord)
+    if record is None:
+        return
+    if format == "json":
+        typer.echo(record.model_dump_json())
+    else:
+        for claim in record.claims:
+            typer.echo(f"[{claim.verdict}] {claim.claim}  ?- {claim.goal or '-'}"
+                       + (f"\n    {claim.reason}" if claim.reason else ""))
+            if claim.proof and claim.verdict == "true":
+                typer.echo("\n".join("    " + line for line in text_tree(claim.proof)))
+        typer.echo(f"valid: {'yes' if record.valid else 'no'}" + (f" ({record.error})" if record.error else ""))
+    if not record.valid:
+        sys.exit(1)
+
+
+@kb_app.command()
+def add(kb: Path = typer.Argument(..., help="KB file to extend"),
+        statement: str = typer.Argument(..., help="a statement in English"),
+        yes: bool = typer.Option(False, "--yes", help="append the facts (else only show them)"),
+        model: str = _MODEL, base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE) -> None:
+    """Translate a statement into facts of the KB's predicates; append them with --yes."""
+    if yes and not kb.is_file():
+        raise UsageError(f"{kb}: --yes needs a KB file to append to")
+    with _open(kb, Limits(), []) as base:
+        words, settings = vocabulary(base), Settings()
+        client = _client(model, base_url, llm_cache, 1)
+        results: list[Addition] = []
+        try:
+            run_flows(client, [("add", add_flow(base, statement, settings, words))], results.append)
+        finally:
+            client.close()
+        addition = results[0]
+        for fact in addition.facts:
+            typer.echo(f"{fact}.")
+        for rejected in addition.rejected:
+            typer.echo(f"rejected: {rejected}", err=True)
+        if addition.error or not addition.facts:
+            raise UsageError(addition.error or "no fact to add")
+        if yes:
+            append_facts(base, kb, addition.facts)
+            typer.echo(f"appended {len(addition.facts)} facts to {kb}", err=True)
+        else:
+            typer.echo("(not written; add --yes to append them)", err=True)

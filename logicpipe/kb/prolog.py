@@ -1,0 +1,150 @@
+"""One long-lived, isolated `swipl` process that holds a KB and answers prove requests over pipes."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import selectors
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..errors import ProgramExecutionError, SolverTimeout
+from ..solvers.lp import swipl_path
+
+ENGINE = Path(__file__).with_name("engine.pl")
+_REPLY = "@@reply "
+# Headroom over the Prolog stacks for the executable, its libraries and the atom table.
+_OVERHEAD_MB = 1024
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds for one proof: recursion depth, logical inferences, wall seconds, Prolog stack MB."""
+
+    depth: int = 200
+    inferences: int = 2_000_000
+    seconds: float = 5.0
+    memory_mb: int = 512
+    max_solutions: int = 10
+    load_seconds: float = 60.0  # loading runs the KB's own directives
+
+
+class PrologProcess:
+    def __init__(self, files: list[tuple[Path, str]], limits: Limits):
+        """`files` are (path, name shown in file:line labels)."""
+        self.files = files
+        self.limits = limits
+        self._stderr = tempfile.TemporaryFile()
+        self._buffer = b""
+        self._ready = False  # a process that never loaded is not restarted
+        self._process = self._start()
+        try:
+            self.loaded = self._load()
+        except BaseException:
+            self.close()
+            raise
+        self._ready = True
+
+    def _load(self) -> dict[str, Any]:
+        files = [{"path": str(p.resolve()), "name": n} for p, n in self.files]
+        return self.request({"op": "load", "files": files}, self.limits.load_seconds)
+
+    def _start(self) -> subprocess.Popen:
+        memory = self.limits.memory_mb
+
+        def bound() -> None:  # runs in the child: its own session, address space capped
+            os.setsid()
+            cap = (memory + _OVERHEAD_MB) * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+        command = [swipl_path(), "-q", f"--stack-limit={memory}m", "-g", "main", "-t", "halt(1)", str(ENGINE)]
+        return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                preexec_fn=bound)
+
+    def prove(self, goal: str, percepts: list[dict[str, str]] | None = None) -> dict[str, Any]:
+        """`goal` must be canonical text from terms.canonical (checked by safety.check_goal)."""
+        limits = self.limits
+        request = {"op": "prove", "goal": goal, "depth": limits.depth, "inferences": limits.inferences,
+                   "time": limits.seconds, "max_solutions": limits.max_solutions, "percepts": percepts or []}
+        # Prolog enforces the time limit itself; the grace covers a process that stops answering.
+        return self.request(request, limits.seconds + 10.0)
+
+    def request(self, payload: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
+        stdin = self._process.stdin
+        assert stdin is not None
+        try:
+            stdin.write((json.dumps(payload) + "\n").encode())
+            stdin.flush()
+        except BrokenPipeError:
+            message = self._last_error()
+            self._restart()
+            raise ProgramExecutionError(f"SWI-Prolog exited: {message}") from None
+        line = self._read_reply(time.monotonic() + timeout)
+        reply = json.loads(line)
+        if set(reply) == {"error"}:
+            raise ProgramExecutionError(f"SWI-Prolog: {reply['error'].strip()}")
+        return reply
+
+    def _read_reply(self, deadline: float) -> str:
+        stdout = self._process.stdout
+        assert stdout is not None
+        fd = stdout.fileno()
+        with selectors.DefaultSelector() as selector:
+            selector.register(fd, selectors.EVENT_READ)
+            while True:
+                while b"\n" in self._buffer:
+                    raw, self._buffer = self._buffer.split(b"\n", 1)
+                    text = raw.decode("utf-8", "replace")
+                    if text.startswith(_REPLY):
+                        return text[len(_REPLY):]
+                left = deadline - time.monotonic()
+                if left <= 0 or not selector.select(left):
+                    self._restart()
+                    raise SolverTimeout("SWI-Prolog did not answer in time")
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    message = self._last_error()
+                    self._restart()
+                    raise ProgramExecutionError(f"SWI-Prolog exited: {message}")
+                self._buffer += chunk
+
+    def _last_error(self) -> str:
+        self._stderr.seek(0)
+        lines = [line for line in self._stderr.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        return lines[-1] if lines else f"exit status {self._process.poll()}"
+
+    def _restart(self) -> None:
+        """Replace a hung or dead process by a freshly loaded one (none while the first load runs)."""
+        self._kill()
+        self._buffer = b""
+        if self._ready:
+            self._process = self._start()
+            self._load()
+
+    def _kill(self) -> None:
+        if self._process.poll() is None:
+            try:
+                os.killpg(self._process.pid, 9)
+            except ProcessLookupError:
+                pass
+        self._process.wait()
+
+    def close(self) -> None:
+        if self._process.stdin and self._process.poll() is None:
+            try:
+                self._process.stdin.close()
+                self._process.wait(timeout=5)
+            except (OSError, subprocess.TimeoutExpired):
+                self._kill()
+        self._stderr.close()
+
+    def __enter__(self) -> PrologProcess:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

@@ -1,0 +1,223 @@
+"""kb ask, validate and add through the CLI against the local OpenAI-compatible test server."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from logicpipe.testing import FakeOpenAI
+from tests.conftest import ROOT
+
+EXAMPLE = ROOT / "examples" / "kb"
+CAMPUS = EXAMPLE / "campus.pl"
+QUESTIONS = {q["id"]: q for q in map(json.loads, (EXAMPLE / "questions.jsonl").read_text().splitlines())}
+NOW = ["--percepts", str(EXAMPLE / "now.txt")]
+
+
+def goals_reply(question_id):
+    goals = QUESTIONS[question_id.split("-")[0]]["goals"]
+    return "```prolog\n" + "\n".join(goals) + "\n```" if goals else "UNANSWERABLE"
+
+
+CLAIMS = {
+    "a1": [{"claim": "Alice got a distinction in cs101", "goal": "distinction(alice, cs101)"},
+           {"claim": "Turing teaches Alice", "goal": "taught_by(alice, turing)"},
+           {"claim": "Alice owns a car", "goal": None}],
+    "a2": [{"claim": "Bob can take cs101", "goal": "eligible(bob, cs101)"},
+           {"claim": "Bob can take math201", "goal": "eligible(bob, math201)"}],
+    "a3": [{"claim": "Hopper teaches cs301", "goal": "teaches(hopper, cs301)"},
+           {"claim": "The pool is open", "goal": "open_now(pool)"}],
+    "a4": [{"claim": "It is fine", "goal": "shell('touch {marker}')"},
+           {"claim": "Erin is a student", "goal": "student(erin)"}],
+}
+
+
+def replies(marker=None):
+    def reply(body):
+        meta = body["_logicpipe"]
+        purpose, problem = meta["purpose"], meta["problem"]
+        if purpose == "kb-goals":
+            return goals_reply(problem)
+        if purpose == "kb-context":
+            return f"CONTEXT FOR {problem}"
+        if purpose == "kb-answer":
+            return f"ANSWER FOR {problem}"
+        if purpose == "kb-claims":
+            claims = [dict(c, goal=c["goal"] and c["goal"].format(marker=marker)) for c in CLAIMS[problem]]
+            return "Here are the claims:\n" + json.dumps(claims)
+        if purpose == "kb-add" and problem == "add":
+            return "```prolog\nenrolled(erin, cs101).\nstudent(zoe).\nlikes(erin, tea).\nteaches(X, cs101).\n```"
+        return "unexpected"
+    return reply
+
+
+def model_args(server, tmp_path):
+    return ["--model", "fake", "--base-url", server.url, "--llm-cache", str(tmp_path / "cache.sqlite")]
+
+
+def test_ask_batch_on_the_example_kb(kbcli, tmp_path):
+    questions = tmp_path / "questions.jsonl"
+    questions.write_text((EXAMPLE / "questions.jsonl").read_text())
+    out = tmp_path / "ask.jsonl"
+    with FakeOpenAI(replies()) as server:
+        done = kbcli("kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(out), *NOW,
+                   *model_args(server, tmp_path), timeout=120)
+        assert done.returncode == 0, done.stderr
+        purposes = [(r["_logicpipe"]["purpose"], r["_logicpipe"]["problem"]) for r in server.requests]
+    records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert sorted(records) == sorted(QUESTIONS)
+    for qid, expected in QUESTIONS.items():
+        record = records[qid]
+        if not expected["goals"]:
+            assert record["addressed"] is False and record["answer"].startswith("The knowledge base cannot")
+            assert ("kb-answer", qid) not in purposes  # nothing for the model to make up
+            continue
+        first = record["results"][0]
+        unique = []
+        for solution in first["solutions"]:
+            if solution["bindings"] not in unique:
+                unique.append(solution["bindings"])
+        assert first["proved"] == expected["proved"] and unique == expected["bindings"], qid
+        assert record["answer"] == f"ANSWER FOR {qid}" and record["addressed"] is True
+        assert record["usage"]["calls"] == 2
+    assert "derives requires(cs401, cs101)" in records["q01"]["context"]
+    assert "cannot derive can_borrow(bob, B)" in records["q06"]["context"]
+    assert "the proof fails at: \\+overdue(taocp, bob)" in records["q06"]["context"]
+    assert "because facility(pool, outdoor); p_weather(sunny) (current value)" in records["q05"]["context"]
+    tree = records["q05"]["results"][0]["solutions"][0]["tree"]
+    assert [c["goal"] for c in tree["children"]] == ["p_hour(11)", "hours(pool, 9, 18)", "11>=9", "11<18",
+                                                    "weather_ok(pool)"]
+    assert tree["children"][0]["clause"] == "percept"
+
+
+def test_ask_one_question_with_model_context_and_unsafe_goal(kbcli, tmp_path):
+    marker = tmp_path / "marker"
+
+    def reply(body):
+        purpose = body["_logicpipe"]["purpose"]
+        if purpose == "kb-goals":
+            return f"```prolog\nstudent(alice).\nshell('touch {marker}').\n```"
+        return replies()(body)
+
+    with FakeOpenAI(reply) as server:
+        done = kbcli("kb", "ask", str(CAMPUS), "Is Alice a student?", "--context", "model", "-f", "json",
+                   *model_args(server, tmp_path), timeout=60)
+    assert done.returncode == 0, done.stderr
+    record = json.loads(done.stdout)
+    assert record["goals"] == ["student(alice)", "shell('touch " + str(marker) + "')"]
+    assert len(record["results"]) == 1 and record["results"][0]["proved"]
+    assert "shell/1 is neither a predicate of the KB" in record["rejected"][0]
+    assert record["context"] == "CONTEXT FOR cli" and record["answer"] == "ANSWER FOR cli"
+    assert not marker.exists()
+
+
+def test_validate_batch_gives_one_verdict_per_claim(kbcli, tmp_path):
+    marker = tmp_path / "marker"
+    answers = tmp_path / "answers.jsonl"
+    answers.write_text("".join(json.dumps({"id": key, "answer": f"answer {key}"}) + "\n" for key in CLAIMS))
+    out = tmp_path / "validate.jsonl"
+    with FakeOpenAI(replies(marker)) as server:
+        done = kbcli("kb", "validate", str(CAMPUS), "--answers", str(answers), "--out", str(out), *NOW,
+                   *model_args(server, tmp_path), timeout=120)
+    assert done.returncode == 0, done.stderr
+    records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    verdicts = {key: [c["verdict"] for c in r["claims"]] for key, r in records.items()}
+    assert verdicts == {"a1": ["true", "true", "untranslatable"], "a2": ["true", "true"],
+                        "a3": ["not derivable", "true"], "a4": ["untranslatable", "true"]}
+    assert {key: r["valid"] for key, r in records.items()} == {"a1": False, "a2": True, "a3": False, "a4": False}
+    proof = records["a1"]["claims"][1]["proof"]
+    assert proof["goal"] == "taught_by(alice, turing)" and proof["clause"].endswith("campus.pl:104")
+    assert "false, or missing from the KB" in records["a3"]["claims"][0]["reason"]
+    assert not marker.exists()
+
+
+def test_validate_one_answer_exits_1_when_invalid(kbcli, tmp_path):
+    def reply(body):
+        return json.dumps(CLAIMS["a3"])
+
+    with FakeOpenAI(reply) as server:
+        done = kbcli("kb", "validate", str(CAMPUS), "--answer", "Hopper teaches cs301 and the pool is open.",
+                   *NOW, *model_args(server, tmp_path), timeout=60)
+    assert done.returncode == 1
+    assert "[not derivable] Hopper teaches cs301" in done.stdout and "valid: no" in done.stdout
+
+
+def test_add_shows_facts_and_appends_only_with_yes(kbcli, tmp_path):
+    kb = tmp_path / "campus.pl"
+    kb.write_text(CAMPUS.read_text())
+    with FakeOpenAI(replies()) as server:
+        shown = kbcli("kb", "add", str(kb), "Erin enrolled in cs101; Zoe is a student.", *model_args(server, tmp_path),
+                    timeout=60)
+        assert shown.returncode == 0, shown.stderr
+        assert shown.stdout.splitlines() == ["enrolled(erin, cs101).", "student(zoe)."]
+        assert "likes/2 is not a predicate of the KB" in shown.stderr and "must not contain variables" in shown.stderr
+        assert kb.read_text() == CAMPUS.read_text()
+        done = kbcli("kb", "add", str(kb), "Erin enrolled in cs101; Zoe is a student.", "--yes",
+                   *model_args(server, tmp_path), timeout=60)
+    assert done.returncode == 0, done.stderr
+    lines = kb.read_text().splitlines()
+    assert lines[lines.index("student(erin).") + 1] == "student(zoe)."  # next to its predicate's clauses
+    assert lines[lines.index("enrolled(erin, phil101).") + 1] == "enrolled(erin, cs101)."
+    check = kbcli("kb", "check", str(kb), timeout=60)
+    assert check.returncode == 0 and check.stderr == ""
+    assert "student/1                        6 clauses" in check.stdout
+
+
+@pytest.mark.slow
+def test_batch_of_100_killed_and_resumed_loses_and_duplicates_nothing(tmp_path):
+    questions = tmp_path / "questions.jsonl"
+    ids = [f"{qid}-{n:03d}" for n, qid in zip(range(100), list(QUESTIONS) * 9)]
+    questions.write_text("".join(json.dumps({"id": i, "question": f"question {i}"}) + "\n" for i in ids))
+    out = tmp_path / "ask.jsonl"
+    with FakeOpenAI(replies(), latency=0.05) as server:
+        args = [sys.executable, "-m", "logicpipe.cli", "kb", "ask", str(CAMPUS), "--questions", str(questions),
+                "--out", str(out), "--max-concurrency", "4", *NOW, *model_args(server, tmp_path)]
+        process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                                   env=dict(os.environ))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and (not out.exists() or out.read_text().count("\n") < 15):
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+        before = out.read_text().count("\n")
+        assert 15 <= before < 100
+        done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(r["id"] for r in records) == sorted(ids)
+    assert all(r["answer"] == f"ANSWER FOR {r['id']}" or not r["addressed"] for r in records)
+    assert f"100 records ({100 - before} new)" in done.stderr
+
+
+def test_usage_errors_are_one_line(kbcli, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text('{"id": "a", "question": "x"}\n{"id": "a", "question": "y"}\n')
+    common = ["--model", "m", "--base-url", "http://127.0.0.1:9/v1", "--llm-cache", str(tmp_path / "c.sqlite")]
+    both = kbcli("kb", "ask", str(CAMPUS), "Who?", "--questions", str(questions), "--out", "o.jsonl", *common)
+    assert both.returncode == 2 and "not both" in both.stderr
+    no_out = kbcli("kb", "validate", str(CAMPUS), "--answers", str(questions), *common)
+    assert no_out.returncode == 2 and "--out is required" in no_out.stderr
+    duplicate = kbcli("kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(tmp_path / "o"), *common)
+    assert duplicate.returncode == 2 and f"{questions}:2: duplicate id 'a'" in duplicate.stderr
+
+
+def test_a_batch_record_may_carry_its_own_percepts(kbcli, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(json.dumps({"id": "q05-now", "question": "Is the pool open?"}) + "\n"
+                         + json.dumps({"id": "q05-storm", "question": "Is the pool open?",
+                                       "percepts": {"p_weather": "storm", "p_hour": 12}}) + "\n")
+    out = tmp_path / "ask.jsonl"
+    with FakeOpenAI(replies()) as server:
+        done = kbcli("kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(out), *NOW,
+                     *model_args(server, tmp_path))
+    assert done.returncode == 0, done.stderr
+    records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert records["q05-now"]["results"][0]["proved"] is True
+    storm = records["q05-storm"]
+    assert storm["results"][0]["proved"] is False
+    assert storm["percepts"][-2:] == ["p_weather = storm", "p_hour = 12"]
+    assert "\\+bad_weather(storm) (negation as failure: the negated goal holds)" in storm["context"]
