@@ -18,7 +18,32 @@ BASE_NODES: frozenset[type] = frozenset({
     ast.Name, ast.Load, ast.Constant, ast.Call, ast.List, ast.Tuple,
 })
 
+# Integers stay within 64 bits so that every value a solver reports can be written and read back as JSON.
+INT_BOUND = 2**63
+# The solvers walk trees recursively; a bound far below Python's recursion limit keeps them safe.
+MAX_DEPTH = 100
+
 _SCOPE = re.compile(r"(?<=\()(\s*)\[(?=\s*\w+\s*:)")
+_MARKED_SCOPE = re.compile(r"(?<!\w)_\[")
+
+# The source symbol of each operator node, and what to write instead where the language has it.
+_SYMBOLS: dict[type, str] = {
+    ast.BitOr: "|", ast.BitAnd: "&", ast.BitXor: "^", ast.Invert: "~", ast.LShift: "<<", ast.RShift: ">>",
+    ast.MatMult: "@", ast.Div: "/", ast.Pow: "**", ast.Is: "is", ast.IsNot: "is not",
+    ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.FloorDiv: "//", ast.Mod: "%",
+    ast.Eq: "==", ast.NotEq: "!=", ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">=",
+    ast.In: "in", ast.NotIn: "not in", ast.And: "and", ast.Or: "or", ast.Not: "not",
+    ast.USub: "-", ast.UAdd: "+",
+}
+_INSTEAD = {ast.BitOr: "or", ast.BitAnd: "and", ast.Invert: "not", ast.Div: "//", ast.Is: "==",
+            ast.IsNot: "!="}
+_CONSTRUCTS = {
+    ast.Attribute: "attribute access", ast.Lambda: "lambda", ast.Subscript: "indexing",
+    ast.ListComp: "list comprehension", ast.GeneratorExp: "generator expression",
+    ast.SetComp: "set comprehension", ast.DictComp: "dict comprehension",
+    ast.NamedExpr: ":=", ast.Starred: "*", ast.Await: "await", ast.Dict: "dict", ast.Set: "set",
+    ast.JoinedStr: "f-string", ast.IfExp: "conditional expression", ast.Slice: "slice",
+}
 
 
 def mark_scopes(text: str) -> str:
@@ -27,46 +52,93 @@ def mark_scopes(text: str) -> str:
     return _SCOPE.sub(r"\1_[", text)
 
 
+def symbol(op: ast.AST) -> str:
+    """How an operator node is written in source."""
+    return _SYMBOLS.get(type(op), type(op).__name__)
+
+
+def source(node: ast.AST) -> str:
+    """A node as the program wrote it (scopes unmarked), clipped for messages."""
+    return clip(_MARKED_SCOPE.sub("[", ast.unparse(node)))
+
+
+def clip(text: str, limit: int = 160) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def check_int(value: int, line: int | None, text: str | None = None, column: int | None = None) -> None:
+    if not -INT_BOUND < value < INT_BOUND:
+        raise ProgramParseError(f"integer {clip(str(value) if value.bit_length() < 10_000 else hex(value), 24)} "
+                                "is out of range (at most 2**63 - 1 in size)", line, column, text)
+
+
 def parse_expression(
     text: str,
     line: int | None,
     nodes: frozenset[type] = BASE_NODES,
     calls: frozenset[str] | None = None,
 ) -> ast.expr:
-    """Parse one expression; reject any node type outside `nodes` and any call whose target is not a
-    plain name in `calls` (None: any plain name) with a ProgramParseError giving line and column."""
-    source = text.strip()
-    if not source:
+    """Parse one expression; reject any node type outside `nodes`, any call whose target is not a
+    plain name in `calls` (None: any plain name), constants that are not small integers, strings or
+    booleans, and trees deeper than MAX_DEPTH, with a ProgramParseError giving line and column."""
+    source_text = text.strip()
+    if not source_text:
         raise ProgramParseError("empty expression", line)
+    shown = clip(source_text)
     try:
-        tree = ast.parse(source, mode="eval")
+        tree = ast.parse(source_text, mode="eval")
     except SyntaxError as exc:
-        raise ProgramParseError(f"syntax error: {exc.msg}", line, exc.offset, source) from None
-    for node in ast.walk(tree):
-        column = getattr(node, "col_offset", None)
-        column = column + 1 if column is not None else None
-        if type(node) not in nodes:
-            raise ProgramParseError(f"'{_describe(node)}' is not allowed here", line, column, source)
-        if isinstance(node, ast.Call):
-            if not isinstance(node.func, ast.Name):
-                raise ProgramParseError("only plain function names may be called", line, column, source)
-            if calls is not None and node.func.id not in calls:
-                raise ProgramParseError(f"unknown function '{node.func.id}'", line, column, source)
-            if node.keywords:
-                raise ProgramParseError("keyword arguments are not allowed", line, column, source)
-        if isinstance(node, ast.Name) and node.id.startswith("__"):
-            raise ProgramParseError(f"name '{node.id}' is not allowed", line, column, source)
-        if isinstance(node, ast.Constant) and not isinstance(node.value, (int, str, bool)):
-            raise ProgramParseError(f"constant {node.value!r} is not allowed", line, column, source)
+        raise ProgramParseError(f"syntax error: {exc.msg}", line, exc.offset, shown) from None
+    except (RecursionError, MemoryError):
+        raise ProgramParseError("expression nests too deeply to parse", line, text=shown) from None
+    # Walked with a stack, not recursion, so that a deep tree is reported rather than crashing here.
+    stack: list[tuple[ast.AST, int, int | None]] = [(tree, 1, None)]
+    while stack:
+        node, depth, column = stack.pop()
+        # Operator nodes carry no position; they are reported at their expression's column.
+        offset = getattr(node, "col_offset", None)
+        column = offset + 1 if offset is not None else column
+        if depth > MAX_DEPTH:
+            raise ProgramParseError(f"expression nests more than {MAX_DEPTH} levels deep; split it into "
+                                    "smaller parts", line, column, shown)
+        _check_node(node, line, column, shown, nodes, calls)
+        stack.extend((child, depth + 1, column) for child in ast.iter_child_nodes(node))
     return tree.body
 
 
-def _describe(node: ast.AST) -> str:
-    names = {
-        ast.Attribute: "attribute access", ast.Lambda: "lambda", ast.Subscript: "indexing",
-        ast.ListComp: "list comprehension", ast.GeneratorExp: "generator expression",
-        ast.NamedExpr: ":=", ast.Starred: "*", ast.Await: "await", ast.Dict: "dict", ast.Set: "set",
-        ast.JoinedStr: "f-string", ast.IfExp: "conditional expression", ast.Div: "/", ast.Pow: "**",
-    }
-    return names.get(type(node), type(node).__name__)
+def _check_node(node: ast.AST, line: int | None, column: int | None, shown: str,
+                nodes: frozenset[type], calls: frozenset[str] | None) -> None:
+    if type(node) not in nodes:
+        instead = _INSTEAD.get(type(node))
+        hint = f" (write '{instead}')" if instead else ""
+        raise ProgramParseError(f"'{_describe(node)}' is not allowed here{hint}", line, column, shown)
+    if isinstance(node, ast.Call):
+        if not isinstance(node.func, ast.Name):
+            raise ProgramParseError("only plain function names may be called", line, column, shown)
+        if calls is not None and node.func.id not in calls:
+            raise ProgramParseError(f"unknown function '{node.func.id}'", line, column, shown)
+        if node.keywords:
+            raise ProgramParseError("keyword arguments are not allowed", line, column, shown)
+    if isinstance(node, ast.Name) and node.id.startswith("__"):
+        raise ProgramParseError(f"name '{node.id}' is not allowed", line, column, shown)
+    if isinstance(node, ast.Constant):
+        value = node.value
+        if isinstance(value, bool):
+            return
+        if isinstance(value, int):
+            check_int(value, line, shown, column)
+        elif isinstance(value, str):
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise ProgramParseError(f"string {value!r} is not valid Unicode (a lone surrogate escape)",
+                                        line, column, shown) from None
+        else:
+            raise ProgramParseError(f"constant {clip(repr(value), 40)} is not allowed", line, column, shown)
 
+
+def _describe(node: ast.AST) -> str:
+    if type(node) in _SYMBOLS:
+        return symbol(node)
+    return _CONSTRUCTS.get(type(node), type(node).__name__)
