@@ -127,6 +127,15 @@ def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int
     if isinstance(node, ast.Compare):
         terms = [compile_(node.left)] + [compile_(c) for c in node.comparators]
         ops = [_COMPARE[type(o)] for o in node.ops]
+        if len(ops) == 1:  # the common case, kept lean: constraints run once per candidate assignment
+            first, second, only = terms[0], terms[1], ops[0]
+
+            def compare_two(env: dict[str, Any]) -> bool:
+                try:
+                    return only(first(env), second(env))
+                except TypeError as exc:
+                    raise _failed(exc, node, number) from None
+            return compare_two
 
         def compare(env: dict[str, Any]) -> bool:
             values = [t(env) for t in terms]
@@ -189,6 +198,7 @@ class CSPSolver:
     def parse(self, text: str) -> CSPProgram:
         sections = _sections(text)
         program = CSPProgram()
+        domains: dict[str, list[Any]] = {}  # variables mostly share one domain text
         for number, line in sections["Variables"]:
             name, sep, domain = line.partition("[IN]")
             name = name.strip()
@@ -196,7 +206,9 @@ class CSPSolver:
                 raise ProgramParseError("expected 'name [IN] [values]'", number, text=line)
             if name in program.variables:
                 raise ProgramParseError(f"variable '{name}' declared twice", number, text=line)
-            program.variables[name] = _domain(domain, number)
+            if domain not in domains:
+                domains[domain] = _domain(domain, number)
+            program.variables[name] = domains[domain]
         calls = frozenset(_FUNCTIONS) | {"AllDifferentConstraint"}
         for number, line in sections["Constraints"]:
             node = parse_expression(line, number, BASE_NODES, calls)

@@ -92,50 +92,67 @@ def parse_expression(
         raise ProgramParseError(f"syntax error: {exc.msg}", line, exc.offset, shown) from None
     except (RecursionError, MemoryError):
         raise ProgramParseError("expression nests too deeply to parse", line, text=shown) from None
-    # Walked with a stack, not recursion, so that a deep tree is reported rather than crashing here.
-    stack: list[tuple[ast.AST, int, int | None]] = [(tree, 1, None)]
-    while stack:
-        node, depth, column = stack.pop()
-        # Operator nodes carry no position; they are reported at their expression's column.
-        offset = getattr(node, "col_offset", None)
-        column = offset + 1 if offset is not None else column
-        if depth > MAX_DEPTH:
-            raise ProgramParseError(f"expression nests more than {MAX_DEPTH} levels deep; split it into "
-                                    "smaller parts", line, column, shown)
-        _check_node(node, line, column, shown, nodes, calls)
-        stack.extend((child, depth + 1, column) for child in ast.iter_child_nodes(node))
-    return tree.body
+    # Walked level by level, not recursively, so that a deep tree is reported rather than crashing here.
+    level: list[ast.AST] = [tree]
+    for _depth in range(MAX_DEPTH):
+        below: list[ast.AST] = []
+        for node in level:
+            kind = type(node)
+            if kind not in nodes or kind in _INSPECTED:
+                _check_node(node, tree, line, shown, nodes, calls)
+            if kind is not ast.Name:  # a name's only child is its Load context
+                below.extend(ast.iter_child_nodes(node))
+        if not below:
+            return tree.body
+        level = below
+    raise ProgramParseError(f"expression nests more than {MAX_DEPTH} levels deep; split it into smaller parts",
+                            line, _column(level[0], tree), shown)
 
 
-def _check_node(node: ast.AST, line: int | None, column: int | None, shown: str,
+_INSPECTED = frozenset({ast.Call, ast.Name, ast.Constant})
+
+
+def _column(node: ast.AST, tree: ast.AST) -> int | None:
+    """1-based column of a node; operator nodes carry no position, so their expression's stands in."""
+    offset = getattr(node, "col_offset", None)
+    if offset is not None:
+        return offset + 1
+    parent = next((p for p in ast.walk(tree) if node in list(ast.iter_child_nodes(p))), None)
+    return _column(parent, tree) if parent is not None else None
+
+
+def _check_node(node: ast.AST, tree: ast.AST, line: int | None, shown: str,
                 nodes: frozenset[type], calls: frozenset[str] | None) -> None:
+    def fail(message: str) -> ProgramParseError:
+        return ProgramParseError(message, line, _column(node, tree), shown)
+
     if type(node) not in nodes:
         instead = _INSTEAD.get(type(node))
         hint = f" (write '{instead}')" if instead else ""
-        raise ProgramParseError(f"'{_describe(node)}' is not allowed here{hint}", line, column, shown)
+        raise fail(f"'{_describe(node)}' is not allowed here{hint}")
     if isinstance(node, ast.Call):
         if not isinstance(node.func, ast.Name):
-            raise ProgramParseError("only plain function names may be called", line, column, shown)
+            raise fail("only plain function names may be called")
         if calls is not None and node.func.id not in calls:
-            raise ProgramParseError(f"unknown function '{node.func.id}'", line, column, shown)
+            raise fail(f"unknown function '{node.func.id}'")
         if node.keywords:
-            raise ProgramParseError("keyword arguments are not allowed", line, column, shown)
-    if isinstance(node, ast.Name) and node.id.startswith("__"):
-        raise ProgramParseError(f"name '{node.id}' is not allowed", line, column, shown)
-    if isinstance(node, ast.Constant):
+            raise fail("keyword arguments are not allowed")
+    elif isinstance(node, ast.Name):
+        if node.id.startswith("__"):
+            raise fail(f"name '{node.id}' is not allowed")
+    elif isinstance(node, ast.Constant):
         value = node.value
         if isinstance(value, bool):
             return
         if isinstance(value, int):
-            check_int(value, line, shown, column)
+            check_int(value, line, shown, _column(node, tree))
         elif isinstance(value, str):
             try:
                 value.encode("utf-8")
             except UnicodeEncodeError:
-                raise ProgramParseError(f"string {value!r} is not valid Unicode (a lone surrogate escape)",
-                                        line, column, shown) from None
+                raise fail(f"string {value!r} is not valid Unicode (a lone surrogate escape)") from None
         else:
-            raise ProgramParseError(f"constant {clip(repr(value), 40)} is not allowed", line, column, shown)
+            raise fail(f"constant {clip(repr(value), 40)} is not allowed")
 
 
 def _describe(node: ast.AST) -> str:

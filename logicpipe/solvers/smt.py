@@ -124,10 +124,12 @@ class SMTSolver:
         try:
             world = _World(z3, program)
             pre = world.preconditions()
-            checker = _Checker(z3, world.ctx, [term for _, term in pre], int(limits.seconds * 1000))
+            timeout_ms = int(limits.seconds * 1000)
+            checker = _Checker(z3, world.ctx, [term for _, term in pre], timeout_ms)
+            # Unsatisfiable premises make every option "valid"; that is no answer, not option A.
             if not checker.sat(z3.BoolVal(True, world.ctx)):
                 return SolverResult(None, {"options": {}, "checks": checker.calls},
-                                    no_answer=f"inconsistent premises: {_conflict(z3, world.ctx, pre)}")
+                                    no_answer=f"inconsistent premises: {_conflict(z3, world.ctx, pre, timeout_ms)}")
             values: dict[str, bool] = {}
             for letter, line in program.options:
                 values[letter] = _option(world, checker, line)
@@ -159,10 +161,11 @@ def load_z3() -> Any:
     return z3
 
 
-def _conflict(z3: Any, ctx: Any, pre: list[tuple[Line | None, Any]]) -> str:
+def _conflict(z3: Any, ctx: Any, pre: list[tuple[Line | None, Any]], timeout_ms: int) -> str:
     """Name the constraint lines that cannot all hold (an unsat core; declared bounds always apply)."""
     solver = z3.Solver(ctx=ctx)
     solver.set("core.minimize", True)
+    solver.set("timeout", timeout_ms)
     tracked: dict[str, Line] = {}
     for index, (line, term) in enumerate(pre):
         if line is None:
@@ -172,12 +175,12 @@ def _conflict(z3: Any, ctx: Any, pre: list[tuple[Line | None, Any]]) -> str:
             tracked[label] = line
             solver.assert_and_track(term, z3.Bool(label, ctx))
     if solver.check() != z3.unsat:
-        return "the constraints have no model"
+        return "the constraints have no model (Z3 could not single out the conflicting lines in time)"
     lines = sorted({tracked[str(c)].number: tracked[str(c)].text for c in solver.unsat_core()}.items())
     if not lines:
         return "the declared sorts and functions admit no model"
     shown = "; ".join(f"line {number}: {clip(text, 80)!r}" for number, text in lines[:6])
-    return f"these constraints cannot all hold: {shown}"
+    return f"these constraints cannot all hold: {shown}" if len(lines) > 1 else f"this constraint cannot hold: {shown}"
 
 
 class _Checker:
@@ -231,6 +234,10 @@ def _option(world: _World, checker: _Checker, line: Line) -> bool:
 
 def _fail(line: Line, message: str) -> ProgramExecutionError:
     return ProgramExecutionError(f"line {line.number}: {message} in {clip(line.text)!r}")
+
+
+def _same_sort(left: str, right: str) -> bool:
+    return left == right or (left in _ARITHMETIC and right in _ARITHMETIC)
 
 
 def _kind(value: Any) -> str:
@@ -360,7 +367,8 @@ class _World:
         try:
             return self._eval(node, env, line)
         except (self.z3.Z3Exception, ArithmeticError, AttributeError, TypeError, ValueError) as exc:
-            raise _fail(line, f"cannot build {source(node)!r}: {_z3_message(exc)}") from None
+            reason = self._mismatch(node, env, line) or f"cannot build {source(node)!r}: {_z3_message(exc)}"
+            raise _fail(line, reason) from None
 
     def _eval(self, node: ast.expr, env: dict[str, Any], line: Line) -> Any:
         z3 = self.z3
@@ -391,7 +399,6 @@ class _World:
             return -value if isinstance(node.op, ast.USub) else value
         if isinstance(node, ast.BinOp):
             left, right = self.eval(node.left, env, line), self.eval(node.right, env, line)
-            self._numbers(node.op, [(node.left, left), (node.right, right)], line)
             op = type(node.op)
             if op is ast.Add:
                 return left + right
@@ -413,39 +420,54 @@ class _World:
         operands = [node.left, *node.comparators]
         values = [self.eval(o, env, line) for o in operands]
         parts = []
-        for op, left, right, pair in zip(node.ops, values, values[1:], zip(operands, operands[1:])):
+        for op, left, right in zip(node.ops, values, values[1:]):
             kind = type(op)
             if kind in (ast.In, ast.NotIn):
                 if not isinstance(right, list):
                     raise _fail(line, f"'{symbol(op)}' needs a list on its right in {source(node)!r}")
-                right = [self._same_sort(node, left, r, line) for r in right]
                 member = z3.Or([left == r for r in right]) if right else self.bool_(False)
                 parts.append(member if kind is ast.In else z3.Not(member))
                 continue
-            if kind in _ORDER:
-                self._numbers(op, list(zip(pair, (left, right))), line)
-            else:
-                right = self._same_sort(node, left, right, line)
             parts.append({ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
                           ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
                           ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}[kind](left, right))
         # Python reads a < b < c as (a < b) and (b < c); so do we.
         return parts[0] if len(parts) == 1 else z3.And(parts)
 
-    def _numbers(self, op: ast.AST, operands: list[tuple[ast.expr, Any]], line: Line) -> None:
-        for node, value in operands:
-            kind = _kind(value)
+    def _mismatch(self, node: ast.expr, env: dict[str, Any], line: Line) -> str | None:
+        """What is wrong with the sorts of a node's operands, asked only once Z3 or Python refused
+        to build it (the operands themselves built fine). None: nothing found to name."""
+        if isinstance(node, ast.BinOp):
+            return self._not_numbers(node.op, [node.left, node.right], env, line)
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for op, pair in zip(node.ops, zip(operands, operands[1:])):
+                if isinstance(op, _ORDER):
+                    found = self._not_numbers(op, list(pair), env, line)
+                else:
+                    left, right = (self.eval(o, env, line) for o in pair)
+                    rights = right if isinstance(op, (ast.In, ast.NotIn)) else [right]
+                    found = next((f"{source(node)!r} compares a value of sort {_kind(left)} with one of sort "
+                                  f"{_kind(r)}" for r in rights if not _same_sort(_kind(left), _kind(r))), None)
+                if found:
+                    return found
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.functions:
+            function = self.functions[node.func.id]
+            for index, arg in enumerate(node.args):
+                expected, got = str(function.domain(index).name()), _kind(self.eval(arg, env, line))
+                if not _same_sort(expected, got):
+                    return (f"argument {index + 1} of {node.func.id} must be of sort {expected}, but "
+                            f"{source(arg)!r} is of sort {got}")
+        return None
+
+    def _not_numbers(self, op: ast.AST, operands: list[ast.expr], env: dict[str, Any], line: Line) -> str | None:
+        for node in operands:
+            kind = _kind(self.eval(node, env, line))
             if kind not in _ARITHMETIC:
                 order = " (members of an EnumSort have no order; compare numbers, e.g. positions from a " \
                         "function into a numbered sort)" if kind in self.enums and isinstance(op, _ORDER) else ""
-                raise _fail(line, f"'{symbol(op)}' needs numbers, but {source(node)!r} is of sort {kind}{order}")
-
-    def _same_sort(self, node: ast.expr, left: Any, right: Any, line: Line) -> Any:
-        """The right operand of == / != / in, checked against the left's sort."""
-        kinds = _kind(left), _kind(right)
-        if kinds[0] != kinds[1] and not (kinds[0] in _ARITHMETIC and kinds[1] in _ARITHMETIC):
-            raise _fail(line, f"{source(node)!r} compares a value of sort {kinds[0]} with one of sort {kinds[1]}")
-        return right
+                return f"'{symbol(op)}' needs numbers, but {source(node)!r} is of sort {kind}{order}"
+        return None
 
     def _call(self, node: ast.Call, env: dict[str, Any], line: Line) -> Any:
         z3 = self.z3
@@ -468,11 +490,6 @@ class _World:
             function = self.functions[name]
             if len(values) != function.arity():
                 raise _fail(line, f"{name} takes {function.arity()} arguments")
-            for index, value in enumerate(values):
-                expected, got = str(function.domain(index).name()), _kind(value)
-                if expected != got and not (expected in _ARITHMETIC and got in _ARITHMETIC):
-                    raise _fail(line, f"argument {index + 1} of {name} must be of sort {expected}, but "
-                                      f"{source(args[index])!r} is of sort {got}")
             return function(*values)
         if name in ("And", "Or"):
             parts = [self.boolean(v, line) for v in values]
