@@ -70,10 +70,10 @@ def _domain(text: str, number: int) -> list[Any]:
         if any(isinstance(e, ast.Name) for e in node.elts):
             words = ", ".join(repr(e.id) for e in node.elts if isinstance(e, ast.Name))
             raise ProgramParseError(f"domain values must be constants: quote names, as in [{words}]",
-                                    number, text=text)
+                                    number, text=clip(text))
         if node.elts and all(isinstance(e, ast.Constant) for e in node.elts):
             return [e.value for e in node.elts if isinstance(e, ast.Constant)]
-    raise ProgramParseError("a domain must be a non-empty list of constants or range(a, b)", number, text=text)
+    raise ProgramParseError("a domain must be a non-empty list of constants or range(a, b)", number, text=clip(text))
 
 
 def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int, text: str) -> Compiled:
@@ -154,7 +154,7 @@ def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int
             except (TypeError, ValueError) as exc:
                 raise _failed(exc, node, number) from None
         return call
-    raise ProgramParseError(f"unsupported expression '{source(node)}'", number, text=text)
+    raise ProgramParseError(f"unsupported expression '{source(node)}'", number, text=clip(text))
 
 
 def _call_target(node: ast.Call, number: int, text: str) -> Callable[..., Any]:
@@ -200,9 +200,9 @@ class CSPSolver:
             name, sep, domain = line.partition("[IN]")
             name = name.strip()
             if not sep or not name.isidentifier():
-                raise ProgramParseError("expected 'name [IN] [values]'", number, text=line)
+                raise ProgramParseError("expected 'name [IN] [values]'", number, text=clip(line))
             if name in program.variables:
-                raise ProgramParseError(f"variable '{name}' declared twice", number, text=line)
+                raise ProgramParseError(f"variable '{name}' declared twice", number, text=clip(line))
             if domain not in domains:
                 domains[domain] = _domain(domain, number)
             program.variables[name] = domains[domain]
@@ -219,7 +219,7 @@ class CSPSolver:
         for number, line in sections["Query"]:
             match = _OPTION.match(line)
             if not match:
-                raise ProgramParseError("expected an option such as 'A) variable == 2'", number, text=line)
+                raise ProgramParseError("expected an option such as 'A) variable == 2'", number, text=clip(line))
             node = parse_expression(match.group(2), number, BASE_NODES, frozenset(_FUNCTIONS))
             program.options.append((match.group(1).upper(), _compile(node, program.variables, [], number, line), line))
         if not program.options:
@@ -265,6 +265,6 @@ def _all_different(node: ast.Call, known: dict[str, Any], number: int, text: str
     names = []
     for arg in args:
         if not isinstance(arg, ast.Name) or arg.id not in known:
-            raise ProgramParseError("AllDifferentConstraint takes a list of declared variables", number, text=text)
+            raise ProgramParseError("AllDifferentConstraint takes a list of declared variables", number, text=clip(text))
         names.append(arg.id)
     return names

@@ -67,12 +67,6 @@ def clip(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def check_int(value: int, line: int | None, text: str | None = None, column: int | None = None) -> None:
-    if not -INT_BOUND < value < INT_BOUND:
-        raise ProgramParseError(f"integer {clip(str(value) if value.bit_length() < 10_000 else hex(value), 24)} "
-                                "is out of range (at most 2**63 - 1 in size)", line, column, text)
-
-
 def parse_expression(
     text: str,
     line: int | None,
@@ -145,7 +139,10 @@ def _check_node(node: ast.AST, tree: ast.AST, line: int | None, shown: str,
         if isinstance(value, bool):
             return
         if isinstance(value, int):
-            check_int(value, line, shown, _column(node, tree))
+            if not -INT_BOUND < value < INT_BOUND:
+                # str() refuses integers past 4,300 digits; hex() does not.
+                digits = str(value) if value.bit_length() < 10_000 else hex(value)
+                raise fail(f"integer {clip(digits, 24)} is out of range (at most 2**63 - 1 in size)")
         elif isinstance(value, str):
             try:
                 value.encode("utf-8")

@@ -42,7 +42,7 @@ class Line:
 
 @dataclass
 class SMTProgram:
-    sorts: list[tuple[str, str, list[str]]] = field(default_factory=list)  # (name, kind, members)
+    sorts: list[tuple[str, str, list[str], int]] = field(default_factory=list)  # (name, kind, members, line)
     functions: list[tuple[str, list[str], int]] = field(default_factory=list)  # (name, types, line)
     constraints: list[Line] = field(default_factory=list)
     options: list[tuple[str, Line]] = field(default_factory=list)
@@ -51,16 +51,16 @@ class SMTProgram:
 def _members(text: str, number: int) -> list[str]:
     inner = text.strip()
     if not (inner.startswith("[") and inner.endswith("]")):
-        raise ProgramParseError("expected a list of members in [...]", number, text=text)
+        raise ProgramParseError("expected a list of members in [...]", number, text=clip(text))
     members = [m.strip().strip("'\"") for m in inner[1:-1].split(",") if m.strip()]
     for member in members:
         if not re.fullmatch(r"-?\w+", member):
-            raise ProgramParseError(f"bad member name '{clip(member, 40)}'", number, text=text)
+            raise ProgramParseError(f"bad member name '{clip(member, 40)}'", number, text=clip(text))
         if re.fullmatch(r"-?\d+", member) and (len(member) > 20 or abs(int(member)) >= INT_BOUND):
             raise ProgramParseError(f"number {clip(member, 24)} is out of range (at most 2**63 - 1 in size)",
-                                    number, text=text)
+                                    number, text=clip(text))
     if not members:
-        raise ProgramParseError("a sort needs at least one member", number, text=text)
+        raise ProgramParseError("a sort needs at least one member", number, text=clip(text))
     return members
 
 
@@ -68,7 +68,7 @@ def _function_types(text: str, number: int) -> list[str]:
     flat = text.replace("->", ",").replace("[", " ").replace("]", " ")
     types = [t.strip() for t in flat.split(",") if t.strip()]
     if len(types) < 2 or not all(t.isidentifier() for t in types):
-        raise ProgramParseError("expected Function([sort, ...] -> [sort])", number, text=text)
+        raise ProgramParseError("expected Function([sort, ...] -> [sort])", number, text=clip(text))
     return types
 
 
@@ -94,7 +94,7 @@ class SMTSolver:
             if not code:
                 continue
             if section is None:
-                raise ProgramParseError("text before '# Declarations'", number, text=raw)
+                raise ProgramParseError("text before '# Declarations'", number, text=clip(raw))
             if code.startswith("Question") and section == "options":
                 continue
             declared = _DECL.match(code) if section == "declarations" else None
@@ -103,14 +103,14 @@ class SMTSolver:
                 if kind == "Function":
                     program.functions.append((name, _function_types(rest, number), number))
                 else:
-                    program.sorts.append((name, kind, _members(rest, number)))
+                    program.sorts.append((name, kind, _members(rest, number), number))
                 continue
             node = parse_expression(mark_scopes(code), number, NODES)
             if section == "options":
                 label = _LABEL.search(comment)
                 letter = label.group(1) if label else chr(ord("A") + len(program.options))
                 if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CHECKS):
-                    raise ProgramParseError(f"an option must be one of {', '.join(CHECKS)}", number, text=code)
+                    raise ProgramParseError(f"an option must be one of {', '.join(CHECKS)}", number, text=clip(code))
                 program.options.append((letter, Line(number, code, node)))
             else:
                 # Constraint-like lines among the declarations are constraints too (Logic-LM drops them).
@@ -265,12 +265,12 @@ class _World:
         self.functions: dict[str, Any] = {}
         self.ranges: list[Any] = []
         self.enums: set[str] = set()
-        for name, kind, members in program.sorts:
-            self._declare_sort(name, kind, members)
+        for name, kind, members, number in program.sorts:
+            self._declare_sort(name, kind, members, number)
         for name, types, number in program.functions:
             self._declare_function(name, types, number)
 
-    def _declare_sort(self, name: str, kind: str, members: list[str]) -> None:
+    def _declare_sort(self, name: str, kind: str, members: list[str], number: int) -> None:
         z3 = self.z3
         if all(re.fullmatch(r"-?\d+", m) for m in members):
             self.lists[name] = ([z3.IntVal(int(m), self.ctx) for m in members], z3.IntSort(self.ctx))
@@ -286,7 +286,7 @@ class _World:
             return
         clash = [m for m in members if m in self.names]
         if clash:
-            raise ProgramExecutionError(f"sort {name}: member {clash[0]} is already a member of another sort; "
+            raise ProgramExecutionError(f"line {number}: member {clash[0]} of sort {name} already belongs to another sort; "
                                         "give each sort its own member names")
         sort, values = z3.EnumSort(name, members, ctx=self.ctx)
         self.enums.add(name)

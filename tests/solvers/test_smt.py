@@ -153,6 +153,13 @@ def test_a_numbered_sort_member_out_of_range_is_a_parse_error():
     out = run("is_valid(True) ::: (A)", BASE.replace("[1, 2, 3]", "[1, 2, 9" + "9" * 5000 + "]"))
     assert out["error"][0] == "parse"
     assert out["error"][1].startswith("line 4: number 999999999999999999999... is out of range")
+    assert len(out["error"][1]) < 300
+
+
+def test_a_member_of_two_sorts_names_its_line():
+    out = run("is_valid(True) ::: (A)", BASE.replace("men = EnumSort([Bob, Cid])", "men = EnumSort([Bob, Dan])"))
+    assert out["error"] == ("execution", "line 3: member Bob of sort men already belongs to another sort; "
+                                         "give each sort its own member names")
 
 
 def test_a_missing_z3_is_a_prerequisite_error_with_the_install_command(monkeypatch):
