@@ -198,7 +198,7 @@ class _Checker:
         outcome = self.solver.check()
         self.solver.pop()
         if outcome == self.z3.unknown:
-            raise SolverTimeout(f"Z3 could not decide an option ({self.solver.reason_unknown()})")
+            raise SolverTimeout(f"Z3 could not decide a check ({self.solver.reason_unknown()})")
         return outcome
 
     def valid(self, term: Any) -> bool:
