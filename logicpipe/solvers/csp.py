@@ -14,9 +14,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ProgramParseError
+from ..errors import PrerequisiteError, ProgramExecutionError, ProgramParseError
 from .base import Limits, SolverResult
-from .pyexpr import BASE_NODES, parse_expression
+from .pyexpr import BASE_NODES, clip, parse_expression, source
 from .sections import walk_sections
 
 SECTIONS = ("Domain", "Variables", "Constraints", "Query")
@@ -36,6 +36,7 @@ class Constraint:
     variables: list[str]
     check: Compiled | None  # None: all different
     text: str
+    line: int
 
 
 @dataclass
@@ -58,19 +59,26 @@ def _sections(text: str) -> dict[str, list[tuple[int, str]]]:
 
 def _domain(text: str, number: int) -> list[Any]:
     node = parse_expression(text, number, BASE_NODES, frozenset({"range"}))
-    if isinstance(node, ast.Call) and node.func.id == "range" and all(
-        isinstance(a, ast.Constant) and isinstance(a.value, int) for a in node.args
-    ) and 1 <= len(node.args) <= 3:
-        return list(range(*[a.value for a in node.args]))
-    if isinstance(node, (ast.List, ast.Tuple)) and all(isinstance(e, ast.Constant) for e in node.elts):
-        values = [e.value for e in node.elts]
+    bounds = [a.value for a in getattr(node, "args", []) if isinstance(a, ast.Constant) and type(a.value) is int]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" and (
+            1 <= len(bounds) == len(node.args) <= 3):
+        # A huge range is left to the worker's memory bound, which reports it.
+        values = range(*bounds)
         if values:
-            return values
-    raise ProgramParseError("a domain must be a non-empty list of constants or range(a, b)", number, text=text)
+            return list(values)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        if any(isinstance(e, ast.Name) for e in node.elts):
+            words = ", ".join(repr(e.id) for e in node.elts if isinstance(e, ast.Name))
+            raise ProgramParseError(f"domain values must be constants: quote names, as in [{words}]",
+                                    number, text=clip(text))
+        if node.elts and all(isinstance(e, ast.Constant) for e in node.elts):
+            return [e.value for e in node.elts if isinstance(e, ast.Constant)]
+    raise ProgramParseError("a domain must be a non-empty list of constants or range(a, b)", number, text=clip(text))
 
 
 def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int, text: str) -> Compiled:
-    """Turn a checked tree into a closure over a solution dict."""
+    """Turn a checked tree into a closure over a solution dict. Operators and calls turn a Python
+    failure at run time into a ProgramExecutionError naming the line and the sub-expression."""
     if isinstance(node, ast.Constant):
         value = node.value
         return lambda env: value
@@ -97,28 +105,84 @@ def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int
         if isinstance(node.op, ast.Not):
             return lambda env: not inner(env)
         if isinstance(node.op, ast.USub):
-            return lambda env: -inner(env)
+            def negate(env: dict[str, Any]) -> Any:
+                try:
+                    return -inner(env)
+                except TypeError as exc:
+                    raise _failed(exc, node, number) from None
+            return negate
         return inner
     if isinstance(node, ast.BinOp):
         left, right, op = compile_(node.left), compile_(node.right), _BINARY[type(node.op)]
-        return lambda env: op(left(env), right(env))
+
+        def binary(env: dict[str, Any]) -> Any:
+            try:
+                return op(left(env), right(env))
+            except (ArithmeticError, TypeError) as exc:
+                raise _failed(exc, node, number) from None
+        return binary
     if isinstance(node, ast.Compare):
         terms = [compile_(node.left)] + [compile_(c) for c in node.comparators]
         ops = [_COMPARE[type(o)] for o in node.ops]
+        if len(ops) == 1:  # the common case, kept lean: constraints run once per candidate assignment
+            first, second, only = terms[0], terms[1], ops[0]
+
+            def compare_two(env: dict[str, Any]) -> bool:
+                try:
+                    return only(first(env), second(env))
+                except TypeError as exc:
+                    raise _failed(exc, node, number) from None
+            return compare_two
 
         def compare(env: dict[str, Any]) -> bool:
             values = [t(env) for t in terms]
-            return all(op(values[i], values[i + 1]) for i, op in enumerate(ops))
-
+            try:
+                return all(op(values[i], values[i + 1]) for i, op in enumerate(ops))
+            except TypeError as exc:
+                raise _failed(exc, node, number) from None
         return compare
     if isinstance(node, (ast.List, ast.Tuple)):
         items = [compile_(e) for e in node.elts]
         return lambda env: [i(env) for i in items]
-    if isinstance(node, ast.Call):
-        func = _FUNCTIONS[node.func.id]
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+        func = _call_target(node, number, text)
         args = [compile_(a) for a in node.args]
-        return lambda env: func(*[a(env) for a in args])
-    raise ProgramParseError(f"unsupported expression '{ast.unparse(node)}'", number, text=text)
+
+        def call(env: dict[str, Any]) -> Any:
+            try:
+                return func(*[a(env) for a in args])
+            except (TypeError, ValueError) as exc:
+                raise _failed(exc, node, number) from None
+        return call
+    raise ProgramParseError(f"unsupported expression '{source(node)}'", number, text=clip(text))
+
+
+def _call_target(node: ast.Call, number: int, text: str) -> Callable[..., Any]:
+    name = node.func.id if isinstance(node.func, ast.Name) else ""
+    if name == "AllDifferentConstraint":
+        raise ProgramParseError("AllDifferentConstraint([...]) must stand alone on its own line, not inside "
+                                "an expression", number, node.col_offset + 1, text)
+    args = node.args
+    if name == "abs" and len(args) != 1:
+        raise ProgramParseError("abs takes one argument", number, node.col_offset + 1, text)
+    if name in ("min", "max") and not (len(args) > 1 or (
+            len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)) and args[0].elts)):
+        raise ProgramParseError(f"{name} takes two or more values, or one non-empty list", number,
+                                node.col_offset + 1, text)
+    return _FUNCTIONS[name]
+
+
+def _failed(exc: Exception, node: ast.expr, number: int) -> ProgramExecutionError:
+    reason = "division by zero" if isinstance(exc, ZeroDivisionError) else str(exc)
+    return ProgramExecutionError(f"line {number}: cannot evaluate {source(node)!r}: {reason}")
+
+
+def _constraint_module() -> Any:
+    try:
+        import constraint
+    except ImportError:
+        raise PrerequisiteError("the CSP solver needs python-constraint2: pip install python-constraint2") from None
+    return constraint
 
 
 class CSPSolver:
@@ -126,33 +190,36 @@ class CSPSolver:
     formalism = "constraint satisfaction (python-constraint2)"
 
     def check(self) -> None:
-        import constraint  # noqa: F401 - a missing package fails here with its own ImportError
+        _constraint_module()
 
     def parse(self, text: str) -> CSPProgram:
         sections = _sections(text)
         program = CSPProgram()
+        domains: dict[str, list[Any]] = {}  # variables mostly share one domain text
         for number, line in sections["Variables"]:
             name, sep, domain = line.partition("[IN]")
             name = name.strip()
             if not sep or not name.isidentifier():
-                raise ProgramParseError("expected 'name [IN] [values]'", number, text=line)
+                raise ProgramParseError("expected 'name [IN] [values]'", number, text=clip(line))
             if name in program.variables:
-                raise ProgramParseError(f"variable '{name}' declared twice", number, text=line)
-            program.variables[name] = _domain(domain, number)
+                raise ProgramParseError(f"variable '{name}' declared twice", number, text=clip(line))
+            if domain not in domains:
+                domains[domain] = _domain(domain, number)
+            program.variables[name] = domains[domain]
         calls = frozenset(_FUNCTIONS) | {"AllDifferentConstraint"}
         for number, line in sections["Constraints"]:
             node = parse_expression(line, number, BASE_NODES, calls)
-            if isinstance(node, ast.Call) and node.func.id == "AllDifferentConstraint":
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "AllDifferentConstraint":
                 names = _all_different(node, program.variables, number, line)
-                program.constraints.append(Constraint(names, None, line))
+                program.constraints.append(Constraint(names, None, line, number))
                 continue
             used: list[str] = []
             check = _compile(node, program.variables, used, number, line)
-            program.constraints.append(Constraint(used, check, line))
+            program.constraints.append(Constraint(used, check, line, number))
         for number, line in sections["Query"]:
             match = _OPTION.match(line)
             if not match:
-                raise ProgramParseError("expected an option such as 'A) variable == 2'", number, text=line)
+                raise ProgramParseError("expected an option such as 'A) variable == 2'", number, text=clip(line))
             node = parse_expression(match.group(2), number, BASE_NODES, frozenset(_FUNCTIONS))
             program.options.append((match.group(1).upper(), _compile(node, program.variables, [], number, line), line))
         if not program.options:
@@ -160,22 +227,23 @@ class CSPSolver:
         return program
 
     def execute(self, program: CSPProgram, limits: Limits) -> SolverResult:
-        from constraint import AllDifferentConstraint, FunctionConstraint, Problem
-
-        problem = Problem()
+        library = _constraint_module()
+        problem = library.Problem()
         for name, domain in program.variables.items():
             problem.addVariable(name, list(domain))
         for constraint in program.constraints:
             if constraint.check is None:
-                problem.addConstraint(AllDifferentConstraint(), constraint.variables)
+                problem.addConstraint(library.AllDifferentConstraint(), constraint.variables)
             elif constraint.variables:
-                problem.addConstraint(FunctionConstraint(_positional(constraint)), constraint.variables)
+                problem.addConstraint(library.FunctionConstraint(_positional(constraint)), constraint.variables)
             elif not constraint.check({}):
-                return SolverResult(None, {"solutions": 0}, no_answer=f"constraint '{constraint.text}' is always false")
+                return SolverResult(None, {"solutions": 0}, no_answer=(
+                    f"inconsistent premises: constraint {clip(constraint.text)!r} on line {constraint.line} "
+                    "is always false"))
         solutions = problem.getSolutions()
         explanation = {"solutions": len(solutions), "sample": solutions[:5]}
         if not solutions:
-            return SolverResult(None, explanation, no_answer="the constraints have no solution")
+            return SolverResult(None, explanation, no_answer="inconsistent premises: the constraints have no solution")
         for letter, check, _text in program.options:
             if all(check(solution) for solution in solutions):
                 explanation["entailed"] = letter
@@ -197,6 +265,6 @@ def _all_different(node: ast.Call, known: dict[str, Any], number: int, text: str
     names = []
     for arg in args:
         if not isinstance(arg, ast.Name) or arg.id not in known:
-            raise ProgramParseError("AllDifferentConstraint takes a list of declared variables", number, text=text)
+            raise ProgramParseError("AllDifferentConstraint takes a list of declared variables", number, text=clip(text))
         names.append(arg.id)
     return names

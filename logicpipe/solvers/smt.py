@@ -12,18 +12,25 @@ from __future__ import annotations
 import ast
 import itertools
 import re
+import resource
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ProgramExecutionError, ProgramParseError, SolverTimeout
+from ..errors import PrerequisiteError, ProgramExecutionError, ProgramParseError, SolverTimeout
 from .base import Limits, SolverResult
-from .pyexpr import BASE_NODES, mark_scopes, parse_expression
+from .pyexpr import BASE_NODES, INT_BOUND, clip, mark_scopes, parse_expression, source, symbol
 from .sections import split_comment
 
 NODES = BASE_NODES | {ast.Subscript, ast.Slice}
 CHECKS = ("is_valid", "is_sat", "is_unsat", "is_accurate_list", "is_exception")
 _DECL = re.compile(r"^(\w+)\s*=\s*(EnumSort|IntSort|Function)\s*\((.*)\)\s*$")
 _LABEL = re.compile(r"\(([A-E])\)")
+# Address space a solver worker needs to load libz3 and solve an AR-LSAT problem (measured: loading
+# alone fails below about 88 MB).
+Z3_MEMORY_MB = 128
+_ARITHMETIC = ("Int", "Real")
+_ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
 
 
 @dataclass
@@ -35,7 +42,7 @@ class Line:
 
 @dataclass
 class SMTProgram:
-    sorts: list[tuple[str, str, list[str]]] = field(default_factory=list)  # (name, kind, members)
+    sorts: list[tuple[str, str, list[str], int]] = field(default_factory=list)  # (name, kind, members, line)
     functions: list[tuple[str, list[str], int]] = field(default_factory=list)  # (name, types, line)
     constraints: list[Line] = field(default_factory=list)
     options: list[tuple[str, Line]] = field(default_factory=list)
@@ -44,13 +51,16 @@ class SMTProgram:
 def _members(text: str, number: int) -> list[str]:
     inner = text.strip()
     if not (inner.startswith("[") and inner.endswith("]")):
-        raise ProgramParseError("expected a list of members in [...]", number, text=text)
+        raise ProgramParseError("expected a list of members in [...]", number, text=clip(text))
     members = [m.strip().strip("'\"") for m in inner[1:-1].split(",") if m.strip()]
     for member in members:
         if not re.fullmatch(r"-?\w+", member):
-            raise ProgramParseError(f"bad member name '{member}'", number, text=text)
+            raise ProgramParseError(f"bad member name '{clip(member, 40)}'", number, text=clip(text))
+        if re.fullmatch(r"-?\d+", member) and (len(member) > 20 or abs(int(member)) >= INT_BOUND):
+            raise ProgramParseError(f"number {clip(member, 24)} is out of range (at most 2**63 - 1 in size)",
+                                    number, text=clip(text))
     if not members:
-        raise ProgramParseError("a sort needs at least one member", number, text=text)
+        raise ProgramParseError("a sort needs at least one member", number, text=clip(text))
     return members
 
 
@@ -58,7 +68,7 @@ def _function_types(text: str, number: int) -> list[str]:
     flat = text.replace("->", ",").replace("[", " ").replace("]", " ")
     types = [t.strip() for t in flat.split(",") if t.strip()]
     if len(types) < 2 or not all(t.isidentifier() for t in types):
-        raise ProgramParseError("expected Function([sort, ...] -> [sort])", number, text=text)
+        raise ProgramParseError("expected Function([sort, ...] -> [sort])", number, text=clip(text))
     return types
 
 
@@ -67,7 +77,7 @@ class SMTSolver:
     formalism = "satisfiability modulo theories (Z3)"
 
     def check(self) -> None:
-        import z3  # noqa: F401
+        load_z3()
 
     def parse(self, text: str) -> SMTProgram:
         program = SMTProgram()
@@ -84,7 +94,7 @@ class SMTSolver:
             if not code:
                 continue
             if section is None:
-                raise ProgramParseError("text before '# Declarations'", number, text=raw)
+                raise ProgramParseError("text before '# Declarations'", number, text=clip(raw))
             if code.startswith("Question") and section == "options":
                 continue
             declared = _DECL.match(code) if section == "declarations" else None
@@ -93,14 +103,14 @@ class SMTSolver:
                 if kind == "Function":
                     program.functions.append((name, _function_types(rest, number), number))
                 else:
-                    program.sorts.append((name, kind, _members(rest, number)))
+                    program.sorts.append((name, kind, _members(rest, number), number))
                 continue
             node = parse_expression(mark_scopes(code), number, NODES)
             if section == "options":
                 label = _LABEL.search(comment)
                 letter = label.group(1) if label else chr(ord("A") + len(program.options))
-                if not (isinstance(node, ast.Call) and node.func.id in CHECKS):
-                    raise ProgramParseError(f"an option must be one of {', '.join(CHECKS)}", number, text=code)
+                if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CHECKS):
+                    raise ProgramParseError(f"an option must be one of {', '.join(CHECKS)}", number, text=clip(code))
                 program.options.append((letter, Line(number, code, node)))
             else:
                 # Constraint-like lines among the declarations are constraints too (Logic-LM drops them).
@@ -110,25 +120,67 @@ class SMTSolver:
         return program
 
     def execute(self, program: SMTProgram, limits: Limits) -> SolverResult:
-        import z3
-
+        z3 = load_z3()
         try:
-            world = _World(program)
+            world = _World(z3, program)
             pre = world.preconditions()
-            checker = _Checker(z3, world.ctx, pre, int(limits.seconds * 1000))
+            timeout_ms = int(limits.seconds * 1000)
+            checker = _Checker(z3, world.ctx, [term for _, term in pre], timeout_ms)
+            # Unsatisfiable premises make every option "valid"; that is no answer, not option A.
+            if not checker.sat(z3.BoolVal(True, world.ctx)):
+                return SolverResult(None, {"options": {}, "checks": checker.calls},
+                                    no_answer=f"inconsistent premises: {_conflict(z3, world.ctx, pre, timeout_ms)}")
             values: dict[str, bool] = {}
             for letter, line in program.options:
                 values[letter] = _option(world, checker, line)
         except z3.Z3Exception as exc:
             raise ProgramExecutionError(f"Z3: {exc}") from None
         chosen = [letter for letter, holds in values.items() if holds]
-        explanation = {"options": values, "checks": checker.calls}
+        explanation: dict[str, Any] = {"options": values, "checks": checker.calls}
         if not chosen:
             return SolverResult(None, explanation, no_answer="no option holds")
         # Logic-LM takes the first option that holds; say so when more than one did.
         if len(chosen) > 1:
             explanation["also_held"] = chosen[1:]
         return SolverResult(chosen[0], explanation)
+
+
+def load_z3() -> Any:
+    """Import Z3, telling a missing package apart from a memory bound too small to load its library."""
+    try:
+        import z3
+    except ImportError:
+        raise PrerequisiteError("the SMT solver needs Z3: pip install z3-solver") from None
+    except Exception as exc:  # noqa: BLE001 - z3 reports a failed library load in several ways
+        limit = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if limit != resource.RLIM_INFINITY and limit < Z3_MEMORY_MB * 2**20:
+            raise PrerequisiteError(
+                f"the memory bound of {limit // 2**20} MB is too small to load Z3, which needs about "
+                f"{Z3_MEMORY_MB} MB: raise --memory-mb") from None
+        raise PrerequisiteError(f"Z3 failed to load ({exc}); reinstall it: pip install z3-solver") from None
+    return z3
+
+
+def _conflict(z3: Any, ctx: Any, pre: list[tuple[Line | None, Any]], timeout_ms: int) -> str:
+    """Name the constraint lines that cannot all hold (an unsat core; declared bounds always apply)."""
+    solver = z3.Solver(ctx=ctx)
+    solver.set("core.minimize", True)
+    solver.set("timeout", timeout_ms)
+    tracked: dict[str, Line] = {}
+    for index, (line, term) in enumerate(pre):
+        if line is None:
+            solver.add(term)
+        else:
+            label = f"line{line.number}_{index}"
+            tracked[label] = line
+            solver.assert_and_track(term, z3.Bool(label, ctx))
+    if solver.check() != z3.unsat:
+        return "the constraints have no model (Z3 could not single out the conflicting lines in time)"
+    lines = sorted({tracked[str(c)].number: tracked[str(c)].text for c in solver.unsat_core()}.items())
+    if not lines:
+        return "the declared sorts and functions admit no model"
+    shown = "; ".join(f"line {number}: {clip(text, 80)!r}" for number, text in lines[:6])
+    return f"these constraints cannot all hold: {shown}" if len(lines) > 1 else f"this constraint cannot hold: {shown}"
 
 
 class _Checker:
@@ -146,7 +198,7 @@ class _Checker:
         outcome = self.solver.check()
         self.solver.pop()
         if outcome == self.z3.unknown:
-            raise SolverTimeout(f"Z3 could not decide an option ({self.solver.reason_unknown()})")
+            raise SolverTimeout(f"Z3 could not decide a check ({self.solver.reason_unknown()})")
         return outcome
 
     def valid(self, term: Any) -> bool:
@@ -158,15 +210,17 @@ class _Checker:
 
 def _option(world: _World, checker: _Checker, line: Line) -> bool:
     def check(node: ast.expr) -> bool:
-        if not (isinstance(node, ast.Call) and node.func.id in CHECKS and len(node.args) == 1):
-            raise ProgramExecutionError(f"line {line.number}: expected {' / '.join(CHECKS)} with one argument")
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CHECKS
+                and len(node.args) == 1):
+            raise _fail(line, f"expected {' / '.join(CHECKS)} with one argument")
         name, (arg,) = node.func.id, node.args
         if name == "is_exception":
             return not check(arg)
         if name == "is_accurate_list":
             terms = world.eval(arg, {}, line)
             if not isinstance(terms, list):
-                raise ProgramExecutionError(f"line {line.number}: is_accurate_list takes a list")
+                raise _fail(line, "is_accurate_list takes a list")
+            terms = [world.boolean(t, line) for t in terms]
             return checker.valid(world.z3.Or(terms)) and all(checker.sat(t) for t in terms)
         term = world.boolean(world.eval(arg, {}, line), line)
         if name == "is_valid":
@@ -178,12 +232,30 @@ def _option(world: _World, checker: _Checker, line: Line) -> bool:
     return check(line.node)
 
 
+def _fail(line: Line, message: str) -> ProgramExecutionError:
+    return ProgramExecutionError(f"line {line.number}: {message} in {clip(line.text)!r}")
+
+
+def _same_sort(left: str, right: str) -> bool:
+    return left == right or (left in _ARITHMETIC and right in _ARITHMETIC)
+
+
+def _kind(value: Any) -> str:
+    """The sort of a value as a message names it."""
+    if isinstance(value, bool):
+        return "Bool"
+    if isinstance(value, int):
+        return "Int"
+    if isinstance(value, list):
+        return "list"
+    sort = getattr(value, "sort", None)
+    return str(sort().name()) if sort else type(value).__name__
+
+
 class _World:
     """Z3 objects for the declarations, and the meaning of each allowed expression node."""
 
-    def __init__(self, program: SMTProgram):
-        import z3
-
+    def __init__(self, z3: Any, program: SMTProgram):
         self.z3 = z3
         # A fresh context per problem: Z3 keeps enum sort names per context, and nothing may leak.
         self.ctx = z3.Context()
@@ -192,12 +264,13 @@ class _World:
         self.lists: dict[str, tuple[list[Any], Any]] = {}  # name -> (members, sort)
         self.functions: dict[str, Any] = {}
         self.ranges: list[Any] = []
-        for name, kind, members in program.sorts:
-            self._declare_sort(name, kind, members)
+        self.enums: set[str] = set()
+        for name, kind, members, number in program.sorts:
+            self._declare_sort(name, kind, members, number)
         for name, types, number in program.functions:
             self._declare_function(name, types, number)
 
-    def _declare_sort(self, name: str, kind: str, members: list[str]) -> None:
+    def _declare_sort(self, name: str, kind: str, members: list[str], number: int) -> None:
         z3 = self.z3
         if all(re.fullmatch(r"-?\d+", m) for m in members):
             self.lists[name] = ([z3.IntVal(int(m), self.ctx) for m in members], z3.IntSort(self.ctx))
@@ -213,8 +286,10 @@ class _World:
             return
         clash = [m for m in members if m in self.names]
         if clash:
-            raise ProgramExecutionError(f"sort {name}: member {clash[0]} is already a member of another sort")
+            raise ProgramExecutionError(f"line {number}: member {clash[0]} of sort {name} already belongs to another sort; "
+                                        "give each sort its own member names")
         sort, values = z3.EnumSort(name, members, ctx=self.ctx)
+        self.enums.add(name)
         self.names.update(zip(members, values))
         self.lists[name] = (list(values), sort)
 
@@ -237,8 +312,8 @@ class _World:
             v.decl().kind() == z3.Z3_OP_UNINTERPRETED for v in self.lists[result][0]
         ):
             # A function into a numbered list ranges over that list's numbers (Logic-LM adds the same bound).
-            domains = [self.lists[t][0] if t in self.lists else None for t in types[:-1]]
-            if all(d is not None for d in domains):
+            domains = [self.lists[t][0] for t in types[:-1] if t in self.lists]
+            if len(domains) == len(types) - 1:
                 allowed = self.lists[result][0]
                 for combo in itertools.product(*domains):
                     value = function(*combo)
@@ -247,31 +322,33 @@ class _World:
     def bool_(self, value: bool) -> Any:
         return self.z3.BoolVal(value, self.ctx)
 
-    def preconditions(self) -> list[Any]:
-        terms = list(self.ranges)
+    def preconditions(self) -> list[tuple[Line | None, Any]]:
+        """Every term that holds in all models, with the constraint line it came from (None: a bound
+        the declarations imply)."""
+        terms: list[tuple[Line | None, Any]] = [(None, term) for term in self.ranges]
         for line in self.program.constraints:
-            terms.append(self.boolean(self.eval(line.node, {}, line), line))
+            terms.append((line, self.boolean(self.eval(line.node, {}, line), line)))
         return terms
 
     def boolean(self, value: Any, line: Line) -> Any:
         if isinstance(value, bool):
             return self.bool_(value)
         if not self.z3.is_bool(value):
-            raise ProgramExecutionError(f"line {line.number}: expected a condition, got {value}")
+            raise _fail(line, f"expected a condition (true or false), got a value of sort {_kind(value)}")
         return value
 
     def scope(self, node: ast.expr, line: Line) -> list[tuple[str, list[Any]]]:
         if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "_"):
-            raise ProgramExecutionError(f"line {line.number}: expected a scope such as [x:sort]")
+            raise _fail(line, "expected a scope such as [x:sort]")
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
         out = []
         for part in parts:
             if not (isinstance(part, ast.Slice) and isinstance(part.lower, ast.Name)
                     and isinstance(part.upper, ast.Name) and part.step is None):
-                raise ProgramExecutionError(f"line {line.number}: expected name:sort in a scope")
+                raise _fail(line, "expected name:sort in a scope")
             listed = part.upper.id
             if listed in ("int", "bool") or listed not in self.lists:
-                raise ProgramExecutionError(f"line {line.number}: cannot range over '{listed}' (declare it as a sort)")
+                raise _fail(line, f"cannot range over '{listed}' (declare it as a sort)")
             out.append((part.lower.id, self.lists[listed][0]))
         return out
 
@@ -285,13 +362,22 @@ class _World:
         return results
 
     def eval(self, node: ast.expr, env: dict[str, Any], line: Line) -> Any:
+        """The Z3 term (or Python list of terms) for a node. The innermost node whose construction
+        fails names itself in the message."""
+        try:
+            return self._eval(node, env, line)
+        except (self.z3.Z3Exception, ArithmeticError, AttributeError, TypeError, ValueError) as exc:
+            reason = self._mismatch(node, env, line) or f"cannot build {source(node)!r}: {_z3_message(exc)}"
+            raise _fail(line, reason) from None
+
+    def _eval(self, node: ast.expr, env: dict[str, Any], line: Line) -> Any:
         z3 = self.z3
         if isinstance(node, ast.Constant):
             if isinstance(node.value, bool):
                 return self.bool_(node.value)
             if isinstance(node.value, int):
                 return z3.IntVal(node.value, self.ctx)
-            raise ProgramExecutionError(f"line {line.number}: string constants have no meaning here")
+            raise _fail(line, "string constants have no meaning here")
         if isinstance(node, ast.Name):
             for table in (env, self.names):
                 if node.id in table:
@@ -300,7 +386,7 @@ class _World:
                 return list(self.lists[node.id][0])
             if node.id in ("True", "False"):
                 return self.bool_(node.id == "True")
-            raise ProgramExecutionError(f"line {line.number}: name '{node.id}' is not defined")
+            raise _fail(line, f"name '{node.id}' is not defined")
         if isinstance(node, (ast.List, ast.Tuple)):
             return [self.eval(e, env, line) for e in node.elts]
         if isinstance(node, ast.BoolOp):
@@ -327,17 +413,18 @@ class _World:
             return self._compare(node, env, line)
         if isinstance(node, ast.Call):
             return self._call(node, env, line)
-        raise ProgramExecutionError(f"line {line.number}: '{ast.unparse(node)}' has no meaning here")
+        raise _fail(line, f"'{ast.unparse(node)}' has no meaning here")
 
     def _compare(self, node: ast.Compare, env: dict[str, Any], line: Line) -> Any:
         z3 = self.z3
-        values = [self.eval(node.left, env, line)] + [self.eval(c, env, line) for c in node.comparators]
+        operands = [node.left, *node.comparators]
+        values = [self.eval(o, env, line) for o in operands]
         parts = []
         for op, left, right in zip(node.ops, values, values[1:]):
             kind = type(op)
             if kind in (ast.In, ast.NotIn):
                 if not isinstance(right, list):
-                    raise ProgramExecutionError(f"line {line.number}: 'in' needs a list on its right")
+                    raise _fail(line, f"'{symbol(op)}' needs a list on its right in {source(node)!r}")
                 member = z3.Or([left == r for r in right]) if right else self.bool_(False)
                 parts.append(member if kind is ast.In else z3.Not(member))
                 continue
@@ -347,12 +434,47 @@ class _World:
         # Python reads a < b < c as (a < b) and (b < c); so do we.
         return parts[0] if len(parts) == 1 else z3.And(parts)
 
+    def _mismatch(self, node: ast.expr, env: dict[str, Any], line: Line) -> str | None:
+        """What is wrong with the sorts of a node's operands, asked only once Z3 or Python refused
+        to build it (the operands themselves built fine). None: nothing found to name."""
+        if isinstance(node, ast.BinOp):
+            return self._not_numbers(node.op, [node.left, node.right], env, line)
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            for op, pair in zip(node.ops, zip(operands, operands[1:])):
+                if isinstance(op, _ORDER):
+                    found = self._not_numbers(op, list(pair), env, line)
+                else:
+                    left, right = (self.eval(o, env, line) for o in pair)
+                    rights = right if isinstance(op, (ast.In, ast.NotIn)) else [right]
+                    found = next((f"{source(node)!r} compares a value of sort {_kind(left)} with one of sort "
+                                  f"{_kind(r)}" for r in rights if not _same_sort(_kind(left), _kind(r))), None)
+                if found:
+                    return found
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in self.functions:
+            function = self.functions[node.func.id]
+            for index, arg in enumerate(node.args):
+                expected, got = str(function.domain(index).name()), _kind(self.eval(arg, env, line))
+                if not _same_sort(expected, got):
+                    return (f"argument {index + 1} of {node.func.id} must be of sort {expected}, but "
+                            f"{source(arg)!r} is of sort {got}")
+        return None
+
+    def _not_numbers(self, op: ast.AST, operands: list[ast.expr], env: dict[str, Any], line: Line) -> str | None:
+        for node in operands:
+            kind = _kind(self.eval(node, env, line))
+            if kind not in _ARITHMETIC:
+                order = " (members of an EnumSort have no order; compare numbers, e.g. positions from a " \
+                        "function into a numbered sort)" if kind in self.enums and isinstance(op, _ORDER) else ""
+                return f"'{symbol(op)}' needs numbers, but {source(node)!r} is of sort {kind}{order}"
+        return None
+
     def _call(self, node: ast.Call, env: dict[str, Any], line: Line) -> Any:
         z3 = self.z3
-        name, args = node.func.id, node.args
+        name, args = node.func.id if isinstance(node.func, ast.Name) else "", node.args
         if name in ("ForAll", "Exists", "Count") or (name in ("Distinct", "Sum") and args and _is_scope(args[0])):
             if len(args) != 2:
-                raise ProgramExecutionError(f"line {line.number}: {name} takes a scope and an expression")
+                raise _fail(line, f"{name} takes a scope and an expression")
             items = self.expand(args[0], args[1], env, line)
             if name == "ForAll":
                 return z3.And([self.boolean(i, line) for i in items]) if items else self.bool_(True)
@@ -367,14 +489,14 @@ class _World:
         if name in self.functions:
             function = self.functions[name]
             if len(values) != function.arity():
-                raise ProgramExecutionError(f"line {line.number}: {name} takes {function.arity()} arguments")
+                raise _fail(line, f"{name} takes {function.arity()} arguments")
             return function(*values)
         if name in ("And", "Or"):
             parts = [self.boolean(v, line) for v in values]
             if not parts:
                 return self.bool_(name == "And")
             return z3.And(parts) if name == "And" else z3.Or(parts)
-        builtins = {
+        builtins: dict[str, tuple[int, Callable[..., Any]]] = {
             "Not": (1, lambda a: z3.Not(self.boolean(a, line))),
             "Implies": (2, lambda a, b: z3.Implies(self.boolean(a, line), self.boolean(b, line))),
             "Xor": (2, lambda a, b: z3.Xor(self.boolean(a, line), self.boolean(b, line))),
@@ -385,14 +507,20 @@ class _World:
         if name in builtins:
             arity, build = builtins[name]
             if len(values) != arity:
-                raise ProgramExecutionError(f"line {line.number}: {name} takes {arity} arguments")
+                raise _fail(line, f"{name} takes {arity} arguments")
             return build(*values)
         if name == "Distinct":
             return z3.Distinct(values) if len(values) > 1 else self.bool_(True)
         if name == "Sum":
             return z3.Sum(values) if values else z3.IntVal(0, self.ctx)
-        raise ProgramExecutionError(f"line {line.number}: unknown function '{name}'")
+        raise _fail(line, f"unknown function '{name}'")
 
 
 def _is_scope(node: ast.expr) -> bool:
     return isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "_"
+
+
+def _z3_message(exc: Exception) -> str:
+    value = getattr(exc, "value", None)
+    text = value.decode(errors="replace") if isinstance(value, bytes) else str(value or exc)
+    return clip(text, 200)
