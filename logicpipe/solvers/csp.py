@@ -44,12 +44,13 @@ class CSPProgram:
     variables: dict[str, list[Any]] = field(default_factory=dict)
     constraints: list[Constraint] = field(default_factory=list)
     options: list[tuple[str, Compiled, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # what the parser ignored or dropped
 
 
-def _sections(text: str) -> dict[str, list[tuple[int, str]]]:
+def _sections(text: str, notes: list[str]) -> dict[str, list[tuple[int, str]]]:
     seen: set[str] = set()
     found: dict[str, list[tuple[int, str]]] = {name: [] for name in SECTIONS}
-    for line in walk_sections(text, SECTIONS, seen=seen):
+    for line in walk_sections(text, SECTIONS, seen=seen, notes=notes):
         found[line.section].append((line.number, line.code))
     for name in ("Variables", "Constraints", "Query"):
         if name not in seen:
@@ -193,8 +194,8 @@ class CSPSolver:
         _constraint_module()
 
     def parse(self, text: str) -> CSPProgram:
-        sections = _sections(text)
         program = CSPProgram()
+        sections = _sections(text, program.notes)
         domains: dict[str, list[Any]] = {}  # variables mostly share one domain text
         for number, line in sections["Variables"]:
             name, sep, domain = line.partition("[IN]")
@@ -227,6 +228,12 @@ class CSPSolver:
         return program
 
     def execute(self, program: CSPProgram, limits: Limits) -> SolverResult:
+        result = self._solve(program)
+        if program.notes:
+            result.explanation = {**(result.explanation or {}), "ignored": program.notes}
+        return result
+
+    def _solve(self, program: CSPProgram) -> SolverResult:
         library = _constraint_module()
         problem = library.Problem()
         for name, domain in program.variables.items():

@@ -91,7 +91,7 @@ class FOLSolver:
             raise ProgramParseError(f"program is {len(text)} characters long; the limit is {MAX_PROGRAM_CHARS}")
         program = FOLProgram()
         after: list[str] = []
-        for line in walk_sections(text, SECTIONS, aliases={"Conclusions": "Conclusion"}, unique=False):
+        for line in walk_sections(text, SECTIONS, aliases={"Conclusions": "Conclusion"}, notes=program.notes):
             if line.section == "Predicates":
                 continue
             if line.section == "Premises":

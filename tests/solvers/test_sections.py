@@ -1,6 +1,7 @@
 import pytest
 
 from logicpipe.errors import ProgramParseError
+from logicpipe.solvers import execute_task
 from logicpipe.solvers.sections import walk_sections
 
 NAMES = ("Facts", "Query")
@@ -54,3 +55,17 @@ def test_a_long_dropped_line_is_shortened_in_the_note():
     notes: list[str] = []
     walk("Facts:\nA\nProblem: " + "word " * 40, notes)
     assert len(notes[0]) < 120 and notes[0].endswith("...'")
+
+
+@pytest.mark.parametrize("solver, program", [
+    ("csp", "Sure, here it is.\nDomain:\n1: left\n2: right\nVariables:\nx [IN] [1, 2]\nConstraints:\nx == 2\n"
+            "Query:\nA) x == 2\nB) x == 1\n------\nProblem:\nThe next puzzle...\n"),
+    ("fol", "Here is the program.\nPredicates:\nP(x)\nPremises:\nP(a) ::: a is P.\nConclusion:\nP(a) ::: a is P.\n"
+            "------\nProblem: another one\n"),
+])
+def test_fol_and_csp_drop_what_runs_past_the_program_and_say_so(solver, program):
+    out = execute_task({"solver": solver, "program": program})
+    assert out.verdict in ("A", "True") and out.error is None
+    ignored = out.explanation["ignored"]
+    assert any("before the first section header" in note for note in ignored), ignored
+    assert any("Problem" in note or "---" in note for note in ignored), ignored
