@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 
 from ..errors import ProgramParseError
 
@@ -81,7 +82,9 @@ def parse_expression(
         raise ProgramParseError("empty expression", line)
     shown = clip(source_text)
     try:
-        tree = ast.parse(source_text, mode="eval")
+        with warnings.catch_warnings():  # Python's own hints (invalid escapes, "1x") are not for the user
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(source_text, mode="eval")
     except SyntaxError as exc:
         raise ProgramParseError(f"syntax error: {exc.msg}", line, exc.offset, shown) from None
     except (RecursionError, MemoryError):

@@ -105,7 +105,7 @@ def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int,
                         preload=[f"logicpipe.solvers.{ctx.task.solver}"]) as pool:
             for outcome in pool.stream(fetch) if fetch is not None else pool.map(tasks):
                 identifier, number = outcome.key.rsplit("\x1f", 1)
-                results.setdefault(identifier, {})[int(number)] = _record(outcome, identifier, shas[identifier], base)
+                results.setdefault(identifier, {})[int(number)] = solve_record(outcome, identifier, shas[identifier], base)
                 if len(results[identifier]) == expected[identifier]:
                     samples = results.pop(identifier)
                     write(by_id[identifier], vote([samples[i] for i in range(len(samples))]))
@@ -142,7 +142,8 @@ def _fetcher(arrivals: Arrivals, tasks_for: Callable[[Trajectory], list[Task]]) 
     return fetch
 
 
-def _record(outcome: Outcome, identifier: str, sha: str, base: dict[str, Any]) -> SolveRecord:
+def solve_record(outcome: Outcome, identifier: str, sha: str | None, base: dict[str, Any]) -> SolveRecord:
+    """The solve record of one pool outcome (one program, one sample)."""
     common = {"id": identifier, "seconds": round(outcome.seconds, 4), "program": sha, **base}
     if outcome.status == "timeout":
         return SolveRecord(**common, error=StageError(category=ErrorCategory.timeout, message=outcome.message))
