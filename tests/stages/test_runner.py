@@ -164,3 +164,27 @@ def test_programs_are_solved_while_the_model_writes_the_rest(data_dir, tmp_path)
     assert len(formulated) == len(solved) == 6
     assert solved[0] < formulated[-1]  # the first program was solved before the model wrote the last
     assert report.metrics["executed"] == 6
+
+
+def test_bad_problem_ids_and_program_text_are_clear_errors_or_safe_records(data_dir, tmp_path):
+    source = json.loads((data_dir / "data" / "LogicalDeduction" / "dev.json").read_text())[:3]
+    root = tmp_path / "data"
+    (root / "data" / "LogicalDeduction").mkdir(parents=True)
+    dev = root / "data" / "LogicalDeduction" / "dev.json"
+
+    def run_with(problems, programs):
+        dev.write_text(json.dumps(problems))
+        (tmp_path / "programs.json").write_text(json.dumps(programs))
+        return cli("run", "-d", "ld", "--data-dir", str(root), "--out", str(tmp_path / "out"),
+                   "--programs", str(tmp_path / "programs.json"), "--overwrite")
+
+    released = {r["id"]: r for r in json.loads((data_dir / "programs" / LD).read_text())}
+    programs = [released[p["id"]] for p in source]
+    assert "occurs twice" in one_line(run_with([source[0], source[0]], programs))
+    assert "control characters" in one_line(run_with([{**source[0], "id": "a\x1fb"}], programs))
+    # A lone surrogate in a replayed program (written as an escape in the JSON file) is stored safely.
+    broken = [{**programs[0], "raw_logic_programs": [programs[0]["raw_logic_programs"][0] + "\n# \ud800"]}]
+    done = run_with(source[:1], broken)
+    assert done.returncode == 0, done.stderr
+    formulated = records(tmp_path / "out" / "logicaldeduction" / "formulate.jsonl")
+    assert formulated[0]["program"].endswith("# \ufffd\n") or formulated[0]["program"].endswith("# \ufffd")
