@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import difflib
 import importlib
+import re
 from dataclasses import dataclass
 from typing import Any
 
 from ..core.records import ErrorCategory, StageError, stage_error
-from ..errors import LogicPipeError, UsageError
+from ..errors import LogicPipeError, ProgramParseError, UsageError
 from .base import Limits, Solver, SolverResult, map_answer
 
 __all__ = ["Limits", "Solver", "SolverOutcome", "SolverResult", "execute_task", "get_solver", "map_answer"]
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _REGISTRY = {
     "csp": "logicpipe.solvers.csp:CSPSolver",
     "lp": "logicpipe.solvers.lp:LPSolver",
@@ -44,8 +46,15 @@ def execute_task(payload: dict[str, Any]) -> SolverOutcome:
     """Worker entry point: parse and run one program, turning every expected failure into data."""
     solver = get_solver(payload["solver"])
     limits = Limits(**payload.get("limits", {}))
+    text = payload["program"]
+    invalid = _SURROGATE.search(text)
+    if invalid is not None:  # no parser or solver can encode it; say where it is instead of failing there
+        line = text.count("\n", 0, invalid.start()) + 1
+        column = invalid.start() - text.rfind("\n", 0, invalid.start())
+        return SolverOutcome(error=stage_error(ProgramParseError("the text is not valid Unicode (a lone surrogate)",
+                                                                 line, column)))
     try:
-        program = solver.parse(payload["program"])
+        program = solver.parse(text)
     except RecursionError:
         return SolverOutcome(error=StageError(category=ErrorCategory.parse, message="program nests too deeply to parse"))
     except LogicPipeError as exc:

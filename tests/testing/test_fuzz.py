@@ -36,3 +36,13 @@ def test_mutate_edits_the_text():
     rng = random.Random(0)
     base = seeds()["fol"]
     assert sum(mutate(base, rng) != base for _ in range(50)) >= 45
+
+
+@pytest.mark.parametrize("language", sorted(LANGUAGES))
+def test_a_lone_surrogate_in_program_text_is_a_parse_error_with_its_place(language):
+    from logicpipe.solvers import execute_task
+
+    text = seeds()[language].replace("\n", "\n\ud800", 1)
+    out = execute_task({"solver": language, "program": text})
+    assert out.error.category == "parse"
+    assert out.error.message == "line 2, column 1: the text is not valid Unicode (a lone surrogate)"
