@@ -35,7 +35,7 @@ def test_individual_stage_commands_chain(data_dir, tmp_path):
     programs = ["--programs", str(data_dir / "programs" / "LogicalDeduction_dev_gpt-4.json")]
     assert cli("solve", *common).returncode == 2  # nothing formulated yet
     for stage in ("formulate", "solve", "interpret", "evaluate"):
-        done = cli(stage, *common, *programs)
+        done = cli(stage, *common, *(programs if stage == "formulate" else []))
         assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "logicaldeduction" / "metrics.json").read_text())["total"] == 5
 
