@@ -210,33 +210,40 @@ def baseline(config: RunConfig, mode: str) -> None:
 @app.command()
 def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
             id: str = typer.Option(..., "--id", help="problem id"),
-            dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several")) -> None:
-    """Show how the solver reached its answer for one problem (goal tree or proof)."""
-    from .report.explain import find_solve_record
+            dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several"),
+            task: Optional[Path] = typer.Option(None, "--task", "-t", help="the task file of a --task run (to show its question)"),
+            data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)")
+            ) -> None:
+    """Show one problem: question, options, gold, prediction, and how the solver reached its verdict."""
+    from .report.explain import explain as gather
 
-    record = find_solve_record(run_dir, id, dataset)
-    render_explanation(Console(), record)
+    render_explanation(stdout, gather(run_dir, id, dataset, task, data_dir))
 
 
 @app.command()
 def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="where tables, chart and runs go"),
-              data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
-              workers: int = typer.Option(2, "--workers", "-w"),
+              data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)"),
+              workers: int = typer.Option(2, "--workers", "-w", help="solver worker processes"),
               limit: Optional[int] = typer.Option(None, "--limit", "-n", help="only the first N problems per file"),
               model: Optional[str] = typer.Option(None, "--model", "-m", help="also run the Standard and CoT baselines"),
-              base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL"),
-              max_concurrency: int = typer.Option(8, "--max-concurrency")) -> None:
+              base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint for --model"),
+              max_concurrency: int = typer.Option(8, "--max-concurrency", help="model requests in flight at once")) -> None:
     """Replay every released Logic-LM program file; write table3/table2 (.md, .csv, .json) and accuracy.png."""
     from .report.reproduce import reproduce as reproduce_all
 
     # The dataset is replaced per baseline run; RunConfig's defaults are the run options' defaults.
     llm = RunConfig(dataset="folio", model=model, base_url=base_url, max_concurrency=max_concurrency) if model else None
     bar, update = _progress()
+
+    def label(text: str) -> None:
+        console.print(f"replaying {text}", markup=False, highlight=False, soft_wrap=True)
+
     with bar:
-        result = reproduce_all(out, data_dir, workers, update, llm=llm, limit=limit)
-    console.print((out / "table3.md").read_text(), markup=False, highlight=False)
-    console.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "
-                  f"tables and chart in {out}")
+        result = reproduce_all(out, data_dir, workers, update, llm=llm, limit=limit, label=label)
+    for table in ("table3.md", "table2.md"):
+        stdout.print((out / table).read_text(), markup=False, highlight=False)
+    stdout.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "
+                 f"tables and chart in {out}")
 
 
 @app.command("list")
