@@ -164,3 +164,9 @@ def test_hugging_face_dataset_from_the_local_cache_offline(tmp_path):
     assert cached and sorted(p.relative_to(tmp_path) for p in (tmp_path / "hf").rglob("*.arrow")) == cached
     assert json.loads(offline.stdout) == json.loads(first.stdout) == [["h1", "Is Ann kind?", "A"],
                                                                       ["h2", "Is Ann cruel?", "C"]]
+
+
+def test_a_run_names_a_dataset_or_a_task_file_not_both(tmp_path):
+    for args in ([], ["--dataset", "folio", "--task", str(FILES / "cats.yaml")]):
+        done = cli("run", *args, "--programs", str(FILES / "cats_programs.json"), "--out", str(tmp_path))
+        assert _lines(done) == ["error: invalid option: name a built-in --dataset or a --task file (one of the two)"]
