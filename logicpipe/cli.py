@@ -91,7 +91,7 @@ _USES = {
     "solve": _WHERE | _SOLVER,
     "refine": _WHERE | _SOLVER | _LLM | {"max_rounds", "refine_model"},
     "interpret": _WHERE | _LLM | {"backup", "seed"},  # the model answers by chain of thought for --backup cot
-    "evaluate": _WHERE,
+    "evaluate": _WHERE | {"backup", "seed"},  # metrics.json and the summary name the backup interpret used
     "baseline": _WHERE | _LLM,
 }
 
