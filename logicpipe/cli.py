@@ -241,7 +241,7 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
     with bar:
         result = reproduce_all(out, data_dir, workers, update, llm=llm, limit=limit, label=label)
     for table in ("table3.md", "table2.md"):
-        stdout.print((out / table).read_text(), markup=False, highlight=False)
+        stdout.print((out / table).read_text(), markup=False, highlight=False, soft_wrap=True)
     stdout.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "
                  f"tables and chart in {out}")
 
