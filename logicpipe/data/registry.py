@@ -5,6 +5,7 @@ used; the pinned Logic-LM download is described in source.json."""
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 from functools import cache
 from pathlib import Path
@@ -88,6 +89,11 @@ class DatasetSpec(BaseModel):
     @property
     def name(self) -> str:
         return self.title
+
+    def digest(self) -> str:
+        """What decides the problems and how they are solved (prompt texts are recorded per stage)."""
+        text = self.model_dump_json(exclude={"base", "prompts", "description", "aliases"})
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def local(self, path: str) -> Path:
         """A path of the task file, relative to the file's folder."""

@@ -79,6 +79,8 @@ def verdict_lines(record: SolveRecord) -> list[str]:
         lines.append(f"Prover9 attempts: {tried}")
         if explanation.get("proved") == "negation":
             lines.append("the negation of the conclusion is proved, so the conclusion is False")
+        elif record.verdict == "Unknown":
+            lines.append("neither the conclusion nor its negation is proved, so it is Unknown")
     if "options" in explanation:  # SMT: each option checked against the constraints
         held = [letter for letter, holds in explanation["options"].items() if holds]
         failed = [letter for letter, holds in explanation["options"].items() if not holds]

@@ -37,7 +37,7 @@ def task_for(config: RunConfig) -> Task:
     spec = config.spec
     return Task(dataset=spec.key, name=spec.title, split=config.split, solver=spec.solver,
                 answer_space=spec.answer_space, closed_world=spec.closed_world, timeout=spec.timeout,
-                prompt=spec.prompt)
+                prompt=spec.prompt, definition=spec.digest() if config.task is not None else None)
 
 
 def problems_for(config: RunConfig) -> list[Problem]:

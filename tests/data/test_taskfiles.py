@@ -170,3 +170,15 @@ def test_a_run_names_a_dataset_or_a_task_file_not_both(tmp_path):
     for args in ([], ["--dataset", "folio", "--task", str(FILES / "cats.yaml")]):
         done = cli("run", *args, "--programs", str(FILES / "cats_programs.json"), "--out", str(tmp_path))
         assert _lines(done) == ["error: invalid option: name a built-in --dataset or a --task file (one of the two)"]
+
+
+def test_a_changed_task_file_does_not_resume_the_old_directory(tmp_path):
+    task = tmp_path / "cats.yaml"
+    task.write_text((FILES / "cats.yaml").read_text().replace("cats.jsonl", str(FILES / "cats.jsonl")))
+    args = ["run", "--task", str(task), "--programs", str(FILES / "cats_programs.json"), "--out", str(tmp_path / "out")]
+    assert cli(*args).returncode == 0
+    assert cli(*args).returncode == 0  # the same file resumes
+    task.write_text(task.read_text().replace("Is the following true? {claim}", "{claim}"))
+    line, = _lines(cli(*args))
+    assert "was made with other options (task differ)" in line
+    assert cli(*args, "--overwrite").returncode == 0

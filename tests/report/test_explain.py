@@ -62,3 +62,6 @@ def test_fol_false_verdict_says_the_negation_was_proved():
                                            "attempts": {"conclusion": "exhausted", "negation": "proved"}}, "fol"))
     assert lines == ["verdict: False", "Prover9 attempts: conclusion: exhausted, negation: proved",
                      "the negation of the conclusion is proved, so the conclusion is False"]
+    unknown = verdict_lines(record("Unknown", {"attempts": {"conclusion": "exhausted", "negation": "exhausted"}}, "fol"))
+    assert unknown == ["verdict: Unknown", "Prover9 attempts: conclusion: exhausted, negation: exhausted",
+                       "neither the conclusion nor its negation is proved, so it is Unknown"]
