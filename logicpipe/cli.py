@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from typer._click.exceptions import UsageError as ClickUsageError
 
+from . import __version__
 from .errors import LogicPipeError, PrerequisiteError, RunStopped
 from .kb.cli import kb_app
 from .report.render import render_explanation, render_summary
@@ -24,14 +25,30 @@ from .stages import baseline as run_baseline
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate.")
+# Progress and notes go to stderr; summaries and tables to stdout, so `logicpipe run ... > out.txt` keeps them.
 console = Console(stderr=True)
 app.add_typer(kb_app, name="kb")
+stdout = Console()
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"logicpipe {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                       help="print the version and exit")) -> None:
+    """Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate."""
 
 
 def _options(
-    dataset: str = typer.Option(..., "--dataset", "-d", help="folio, prontoqa, proofwriter, logicaldeduction, ar-lsat"),
-    split: str = typer.Option("dev", "--split", help="dev, test or train (as the dataset has them)"),
-    out: Path = typer.Option(Path("results/run"), "--out", "-o", help="run directory; files go to OUT/<dataset>/"),
+    dataset: str = typer.Option("", "--dataset", "-d", show_default=False,
+                                help="built-in dataset: folio, prontoqa, proofwriter, logicaldeduction, ar-lsat"),
+    task: Optional[Path] = typer.Option(None, "--task", "-t", help="task file (YAML or JSON) describing your own dataset, instead of --dataset"),
+    split: str = typer.Option("", "--split", show_default=False, help="split to run (default: the task's first, dev for the built-ins)"),
+    out: Path = typer.Option(Path("results/run"), "--out", "-o", help="run directory; files go to OUT/<dataset or task name>/"),
     data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)"),
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help="only the first N problems"),
     workers: int = typer.Option(1, "--workers", "-w", help="solver worker processes"),
@@ -44,8 +61,8 @@ def _options(
     base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"),
     max_concurrency: int = typer.Option(8, "--max-concurrency", help="model requests in flight at once"),
     num_samples: int = typer.Option(1, "--num-samples", help="programs per problem; >1 votes over executed ones"),
-    temperature: float = typer.Option(0.0, "--temperature"),
-    max_tokens: int = typer.Option(2048, "--max-tokens"),
+    temperature: float = typer.Option(0.0, "--temperature", help="sampling temperature of the model"),
+    max_tokens: int = typer.Option(2048, "--max-tokens", help="most tokens the model may write per reply"),
     max_rounds: int = typer.Option(3, "--max-rounds", help="self-refinement rounds (0: none)"),
     refine_model: Optional[str] = typer.Option(None, "--refine-model", help="model for refinement (default: --model)"),
     llm_timeout: float = typer.Option(120.0, "--llm-timeout", help="seconds per model request"),
@@ -66,15 +83,35 @@ def _options(
         raise LogicPipeError(f"invalid option{' --' + where if where else ''}: {message}") from None
 
 
+# Which options each command shows; the others keep their defaults.
+_WHERE = {"dataset", "task", "split", "out", "data_dir", "limit", "overwrite"}
+_SOLVER = {"workers", "timeout", "memory_mb"}
+_LLM = {"model", "base_url", "max_concurrency", "temperature", "max_tokens", "llm_timeout", "max_retries",
+        "price_prompt", "price_completion", "llm_cache", "max_errors", "prompts"}
+_USES = {
+    "formulate": _WHERE | _LLM | {"programs", "num_samples"},
+    "solve": _WHERE | _SOLVER,
+    "refine": _WHERE | _SOLVER | _LLM | {"max_rounds", "refine_model"},
+    "interpret": _WHERE | _LLM | {"backup", "seed"},  # the model answers by chain of thought for --backup cot
+    "evaluate": _WHERE | {"backup", "seed"},  # metrics.json and the summary name the backup interpret used
+    "baseline": _WHERE | _LLM,
+}
+
+
 def _command(name: str, extra: list[inspect.Parameter] | None = None):
-    """Register `func(config, **extra)` as a command taking every run option."""
+    """Register `func(config, **extra)` as a command taking the run options it uses (all for `run`)."""
     def register(func):
+        hints = typing.get_type_hints(_options)
+        every = list(inspect.signature(_options).parameters.values())
+        uses = _USES.get(name)
+        shown = [p for p in every if uses is None or p.name in uses]
+        defaults = {p.name: p.default.default for p in every if p not in shown}
+
         def command(**values):
             extras = {p.name: values.pop(p.name) for p in extra or []}
-            return func(_options(**values), **extras)
+            return func(_options(**defaults, **values), **extras)
 
-        hints = typing.get_type_hints(_options)
-        parameters = [p.replace(annotation=hints[p.name]) for p in inspect.signature(_options).parameters.values()]
+        parameters = [p.replace(annotation=hints[p.name]) for p in shown]
         parameters += extra or []
         command.__signature__ = inspect.Signature(parameters)
         command.__doc__ = func.__doc__
@@ -103,13 +140,13 @@ def _report(stages: list[str], config: RunConfig) -> None:
         report = run_stages(config, stages, update)
     for stage in report.stages:
         if stage.note:
-            console.print(stage.note)
+            stdout.print(stage.note)
     if report.metrics:
-        render_summary(console, report.metrics, report.stages)
-        console.print(f"metrics: {config.stage_dir / 'metrics.json'}")
+        render_summary(stdout, report.metrics, report.stages)
+        stdout.print(f"metrics: {config.stage_dir / 'metrics.json'}")
         return
     for stage in report.stages:
-        console.print(f"{stage.name}: {stage.total} records ({stage.new} new) in {stage.seconds:.1f}s")
+        stdout.print(f"{stage.name}: {stage.total} records ({stage.new} new) in {stage.seconds:.1f}s")
 
 
 _DOCS = {"formulate": "Write one program per problem (replayed with --programs, or by --model).",
@@ -131,6 +168,34 @@ def run(config: RunConfig) -> None:
     _report(list(PIPELINE), config)
 
 
+@app.command()
+def validate(task: Optional[Path] = typer.Option(None, "--task", "-t", help="task file (YAML or JSON) to check"),
+             dataset: str = typer.Option("", "--dataset", "-d", show_default=False, help="or a built-in dataset"),
+             split: str = typer.Option("", "--split", show_default=False, help="split to check (default: every split)"),
+             data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder, for Logic-LM sources")
+             ) -> None:
+    """Check a task file and its data without a model: fields present, ids unique, answers in the answer space."""
+    from .data import check_problems
+    from .prompts import PromptSet
+    from .solvers import get_solver
+
+    config = RunConfig(dataset=dataset, task=task, split=split or "", data_dir=data_dir)
+    spec = config.spec
+    get_solver(spec.solver)
+    PromptSet(config.prompts).get(spec.prompt)
+    issues: list[str] = []
+    for name in [split] if split else spec.splits:
+        problems, found = check_problems(spec, name, data_dir)
+        issues += found
+        if not found:
+            stdout.print(f"{spec.key} {name}: {len(problems)} problems, answer space {spec.answer_space}, "
+                         f"solver {spec.solver}, prompt {spec.prompt}: ok", markup=False, highlight=False)
+    for issue in issues:
+        _fail(issue)
+    if issues:
+        sys.exit(2)
+
+
 _MODE = inspect.Parameter("mode", inspect.Parameter.KEYWORD_ONLY, annotation=str,
                           default=typer.Option("cot", "--mode", help="standard or cot"))
 
@@ -141,18 +206,20 @@ def baseline(config: RunConfig, mode: str) -> None:
     bar, update = _progress()
     with bar:
         report = run_baseline(config, mode, update)
-    render_summary(console, report.metrics, report.stages)
+    render_summary(stdout, report.metrics, report.stages)
 
 
 @app.command()
 def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
             id: str = typer.Option(..., "--id", help="problem id"),
-            dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several")) -> None:
-    """Show how the solver reached its answer for one problem (goal tree or proof)."""
-    from .report.explain import find_solve_record
+            dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several"),
+            task: Optional[Path] = typer.Option(None, "--task", "-t", help="the task file of a --task run (to show its question)"),
+            data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)")
+            ) -> None:
+    """Show one problem: question, options, gold, prediction, and how the solver reached its verdict."""
+    from .report.explain import explain as gather
 
-    record = find_solve_record(run_dir, id, dataset)
-    render_explanation(Console(), record)
+    render_explanation(stdout, gather(run_dir, id, dataset, task, data_dir))
 
 
 @app.command()
@@ -199,23 +266,28 @@ def failures(run_dir: Path = typer.Argument(..., help="a run directory (the --ou
 
 @app.command()
 def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="where tables, chart and runs go"),
-              data_dir: Optional[Path] = typer.Option(None, "--data-dir"),
-              workers: int = typer.Option(2, "--workers", "-w"),
+              data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)"),
+              workers: int = typer.Option(2, "--workers", "-w", help="solver worker processes"),
               limit: Optional[int] = typer.Option(None, "--limit", "-n", help="only the first N problems per file"),
               model: Optional[str] = typer.Option(None, "--model", "-m", help="also run the Standard and CoT baselines"),
-              base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL"),
-              max_concurrency: int = typer.Option(8, "--max-concurrency")) -> None:
+              base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint for --model"),
+              max_concurrency: int = typer.Option(8, "--max-concurrency", help="model requests in flight at once")) -> None:
     """Replay every released Logic-LM program file; write table3/table2 (.md, .csv, .json) and accuracy.png."""
     from .report.reproduce import reproduce as reproduce_all
 
     # The dataset is replaced per baseline run; RunConfig's defaults are the run options' defaults.
     llm = RunConfig(dataset="folio", model=model, base_url=base_url, max_concurrency=max_concurrency) if model else None
     bar, update = _progress()
+
+    def label(text: str) -> None:
+        console.print(f"replaying {text}", markup=False, highlight=False, soft_wrap=True)
+
     with bar:
-        result = reproduce_all(out, data_dir, workers, update, llm=llm, limit=limit)
-    console.print((out / "table3.md").read_text(), markup=False, highlight=False)
-    console.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "
-                  f"tables and chart in {out}")
+        result = reproduce_all(out, data_dir, workers, update, llm=llm, limit=limit, label=label)
+    for table in ("table3.md", "table2.md"):
+        stdout.print((out / table).read_text(), markup=False, highlight=False, soft_wrap=True)
+    stdout.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "
+                 f"tables and chart in {out}")
 
 
 @app.command("list")

@@ -21,3 +21,6 @@ class Task(BaseModel):
     closed_world: bool = False  # an unproved statement is False (ProntoQA), not Unknown
     timeout: float = 30.0  # seconds per solver call unless the run says otherwise
     prompt: str  # id of the formulate prompt
+    # For a user's task file: a digest of its definition (source, fields, answer space, ...), recorded in
+    # run.json so a changed file never resumes a directory made from the old one.
+    definition: str | None = None

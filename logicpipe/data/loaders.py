@@ -1,15 +1,19 @@
-"""Loading Logic-LM-format files: problems (data/<Name>/<split>.json) and released programs."""
+"""Loading problems as a task file describes them (Logic-LM layout, JSONL, CSV, JSON, Hugging Face), and
+Logic-LM's released programs."""
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
+import string
 from pathlib import Path
-
-from pydantic import ValidationError
+from typing import Any
 
 from ..core.records import Problem
 from ..errors import DataError, UsageError
+from ..solvers.base import option_letters
 from .fetch import cached_file
 from .registry import DatasetSpec, source
 
@@ -39,27 +43,194 @@ def resolve_file(relative: str, data_dir: Path | str | None) -> Path:
 
 
 def load_problems(spec: DatasetSpec, split: str, data_dir: Path | str | None = None) -> list[Problem]:
+    """The split's problems, mapped to Problem by the task's fields and checked (fields present, ids
+    unique, answers inside the answer space); the first mistake is one DataError naming the row."""
+    problems, issues = check_problems(spec, split, data_dir)
+    if issues:
+        more = f" (and {len(issues) - 1} more; see `logicpipe validate`)" if len(issues) > 1 else ""
+        raise DataError(issues[0] + more)
+    return problems
+
+
+def check_problems(spec: DatasetSpec, split: str, data_dir: Path | str | None = None
+                   ) -> tuple[list[Problem], list[str]]:
+    """The problems that map cleanly, and one line per row that does not."""
     if split not in spec.splits:
         raise UsageError(f"dataset {spec.key} has no split '{split}'; choose from {', '.join(spec.splits)}")
-    path = resolve_file(f"data/{spec.name}/{split}.json", data_dir)
-    return parse_problem_file(path)
+    rows, where = read_rows(spec, split, data_dir)
+    return map_rows(spec, rows, where)
 
 
-def parse_problem_file(path: Path) -> list[Problem]:
+def read_rows(spec: DatasetSpec, split: str, data_dir: Path | str | None) -> tuple[list[dict], str]:
+    """The raw rows of a split, and a name for them in messages."""
+    src = spec.source
+    if src.format == "hf":
+        from .hf import hf_rows
+
+        return hf_rows(spec, split)
+    if src.format == "logic-lm":
+        if src.path is not None:
+            path = spec.local(src.path) / f"{split}.json"
+        else:
+            path = resolve_file(f"data/{src.folder or spec.title}/{split}.json", data_dir)
+        return _json_rows(path, None), str(path)
+    if src.path is None:
+        raise DataError(f"task {spec.key}: source.path is needed for {src.format} files")
+    path = spec.local(src.path.replace("{split}", split))
+    if not path.is_file():
+        raise DataError(f"task {spec.key}: data file {path} not found")
+    if src.format == "jsonl":
+        return _jsonl_rows(path), str(path)
+    if src.format == "csv":
+        return [dict(row) for row in csv.DictReader(io.StringIO(read_text(path), newline=""))], str(path)
+    return _json_rows(path, src.records), str(path)
+
+
+def read_text(path: Path) -> str:
+    """A user's data file as text; a file that is not UTF-8 (binary, UTF-16) is one clear DataError."""
     try:
-        raw = json.loads(path.read_text())
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text (byte {exc.start}); is it binary, or UTF-16?") from None
+
+
+def parse_json(text: str, where: str) -> Any:
+    try:
+        return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})") from None
-    if not isinstance(raw, list):
-        raise DataError(f"{path}: expected a JSON list of problems")
-    problems = []
-    for index, item in enumerate(raw):
+        raise DataError(f"{where}: malformed JSON at line {exc.lineno} ({exc.msg})") from None
+    except RecursionError:
+        raise DataError(f"{where}: JSON nested too deeply to read") from None
+
+
+def _json_rows(path: Path, key: str | None) -> list[dict]:
+    raw = parse_json(read_text(path), str(path))
+    if key is not None:
+        if not isinstance(raw, dict) or key not in raw:
+            raise DataError(f"{path}: no key '{key}' holding the rows (source.records)")
+        raw = raw[key]
+    if not isinstance(raw, list) or not all(isinstance(row, dict) for row in raw):
+        raise DataError(f"{path}: expected a JSON list of objects, one per problem")
+    return raw
+
+
+def _jsonl_rows(path: Path) -> list[dict]:
+    rows = []
+    for number, line in enumerate(read_text(path).splitlines(), start=1):
+        if not line.strip():
+            continue
+        row = parse_json(line, f"{path}:{number}")
+        if not isinstance(row, dict):
+            raise DataError(f"{path}:{number}: expected a JSON object")
+        rows.append(row)
+    return rows
+
+
+def map_rows(spec: DatasetSpec, rows: list[dict], where: str) -> tuple[list[Problem], list[str]]:
+    problems: list[Problem] = []
+    issues: list[str] = []
+    seen: dict[str, int] = {}
+    for index, row in enumerate(rows):
+        name = f"{where}: row {index + 1}"
         try:
-            problems.append(Problem.model_validate(item))
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            raise DataError(f"{path}: problem {index}: {'.'.join(map(str, first['loc']))} {first['msg']}") from None
-    return problems
+            problem = map_row(spec, row)
+        except FieldError as exc:
+            raw_id = row.get(spec.fields.id) if spec.fields.id in row else None
+            issues.append(f"{name}{f' (id {raw_id!r})' if raw_id is not None else ''}: {exc}")
+            continue
+        name += f" (id {problem.id!r})"
+        if problem.id in seen:
+            issues.append(f"{name}: duplicate id, first used by row {seen[problem.id]}")
+            continue
+        if not problem.id.isprintable() or not problem.id:
+            issues.append(f"{name}: the id is empty or has control characters")
+            continue
+        seen[problem.id] = index + 1
+        problems.append(problem)
+    return problems, issues
+
+
+def map_row(spec: DatasetSpec, row: dict) -> Problem:
+    fields = spec.fields
+    values = {"id": fill(fields.id, row), "context": fill(fields.context, row),
+              "question": fill(fields.question, row)}
+    options = _options(fields.options, row)
+    answer = fill(fields.answer, row).strip() if fields.answer else None
+    if spec.answer_space == "truth":
+        if options:
+            raise FieldError("a truth task has no options (its answers are True, False or Unknown)")
+        options = list(TRUTH_OPTIONS)
+        if answer is not None:
+            answer = _truth_letter(answer)
+    elif spec.answer_space == "options" and answer is not None:
+        letters = option_letters(options)
+        if not letters:
+            raise FieldError("no options, but the answer space is 'options'")
+        answer = answer.strip().strip("()").rstrip(")").strip()
+        if answer not in letters:
+            raise FieldError(f"answer {answer!r} is not one of the options {', '.join(letters)}")
+    return Problem(**values, options=options, answer=answer)
+
+
+# A truth task is asked as three options, so interpretation and scoring stay those of Logic-LM's datasets.
+TRUTH_OPTIONS = ("A) True", "B) False", "C) Unknown")
+_TRUTH_LETTER = {"true": "A", "yes": "A", "false": "B", "no": "B", "unknown": "C", "uncertain": "C"}
+
+
+def _truth_letter(answer: str) -> str:
+    letter = _TRUTH_LETTER.get(answer.strip().rstrip(".").lower())
+    if letter is None:
+        raise FieldError(f"answer {answer!r} is not True, False or Unknown")
+    return letter
+
+
+class FieldError(ValueError):
+    """A row that does not fit the task's field mapping (the caller names the row)."""
+
+
+def fill(spec: str, row: dict) -> str:
+    """A field name, or a template filled from the row with str.format_map (plain names only)."""
+    if "{" not in spec:
+        if spec not in row or row[spec] is None:
+            raise FieldError(f"no field '{spec}'")
+        return _text(row[spec])
+    names = []
+    try:
+        for _, name, _, _ in string.Formatter().parse(spec):
+            if name is not None:
+                names.append(name)
+    except ValueError as exc:
+        raise FieldError(f"bad template {spec!r} ({exc})") from None
+    for name in names:
+        # Attribute and index lookups would reach into Python objects: only plain field names.
+        if not name or not name.replace("_", "").replace("-", "").replace(" ", "").isalnum():
+            raise FieldError(f"template {spec!r}: '{{{name}}}' is not a plain field name")
+        if name not in row or row[name] is None:
+            raise FieldError(f"no field '{name}' (template {spec!r})")
+    return spec.format_map({name: _text(row[name]) for name in names})
+
+
+def _text(value: object) -> str:
+    if isinstance(value, list):
+        return "\n".join(_text(item) for item in value)
+    return value if isinstance(value, str) else json.dumps(value) if isinstance(value, dict) else str(value)
+
+
+def _options(spec: str | list[str] | None, row: dict) -> list[str]:
+    if spec is None:
+        return []
+    if isinstance(spec, list):
+        return [fill(item, row) for item in spec]
+    if "{" not in spec:
+        if spec not in row:
+            raise FieldError(f"no field '{spec}'")
+        value = row[spec]
+        if isinstance(value, list):
+            return [_text(item) for item in value]
+        if isinstance(value, str):
+            return [line.strip() for line in value.splitlines() if line.strip()]
+        raise FieldError(f"field '{spec}' holds {type(value).__name__}, not a list of options")
+    return [line for line in fill(spec, row).splitlines() if line.strip()]
 
 
 def load_programs(path: Path) -> dict[str, str]:
@@ -67,10 +238,7 @@ def load_programs(path: Path) -> dict[str, str]:
     no_program records in formulate)."""
     if not path.exists():
         raise DataError(f"programs file {path} not found")
-    try:
-        raw = json.loads(path.read_text())
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})") from None
+    raw = parse_json(read_text(path), str(path))
     if not isinstance(raw, list):
         raise DataError(f"{path}: expected a JSON list of records with 'id' and 'raw_logic_programs'")
     programs = {}

@@ -1,25 +1,26 @@
-"""Dataset registry: configuration is data, in datasets.json, validated into models when first used."""
+"""Task files: a YAML or JSON file describes a dataset (its source, split, field mapping, answer space,
+solver and prompts). The five built-in datasets are task files too (tasks/*.yaml), validated when first
+used; the pinned Logic-LM download is described in source.json."""
 
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 from functools import cache
 from pathlib import Path
+from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..errors import UsageError
+from ..core.task import AnswerSpace
+from ..errors import DataError, PrerequisiteError, UsageError
 
-
-class DatasetSpec(BaseModel):
-    key: str
-    name: str
-    solver: str
-    splits: list[str]
-    aliases: list[str] = []
-    closed_world: bool = False
-    timeout: float = 30.0
+SOLVERS = ("lp", "fol", "csp", "smt")
+FORMALISMS = {"lp": "lp", "logic-programming": "lp", "fol": "fol", "first-order-logic": "fol", "csp": "csp",
+              "smt": "smt"}
+_PAPER_ORDER = ("prontoqa", "proofwriter", "folio", "logicaldeduction", "ar-lsat")
+Format = Literal["logic-lm", "jsonl", "csv", "json", "hf"]
 
 
 class SourceSpec(BaseModel):
@@ -30,31 +31,141 @@ class SourceSpec(BaseModel):
     sha256: dict[str, str]
 
 
+class DataSource(BaseModel):
+    """Where the rows come from. `path` may hold {split}; relative paths are relative to the task file."""
+
+    model_config = ConfigDict(extra="forbid")
+    format: Format
+    path: str | None = None  # a file (jsonl/csv/json), a folder (logic-lm, a saved HF dataset) or an HF name
+    folder: str | None = None  # logic-lm: the dataset's folder under data/ (FOLIO, AR-LSAT, ...)
+    config: str | None = None  # hf: the configuration name
+    data_files: str | list[str] | dict[str, str | list[str]] | None = None  # hf: passed to load_dataset
+    records: str | None = None  # json: the key holding the list of rows, when the file is an object
+
+
+class Fields(BaseModel):
+    """Each entry is a field name, or a template such as "{premises}\\n{extra}" filled from the row.
+    `options` may also be a list of templates, one per option."""
+
+    model_config = ConfigDict(extra="forbid")
+    id: str = "id"
+    context: str = "context"
+    question: str = "question"
+    options: str | list[str] | None = "options"
+    answer: str | None = "answer"
+
+
+class DatasetSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    key: str = Field(alias="name", min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    title: str = ""  # the dataset's own spelling (Logic-LM's folder name); defaults to the name
+    aliases: list[str] = []
+    description: str = ""
+    source: DataSource
+    splits: list[str] = ["dev"]
+    fields: Fields = Fields()
+    answer_space: AnswerSpace = "options"
+    solver: str = Field(alias="formalism")
+    closed_world: bool = False
+    timeout: float = Field(default=30.0, gt=0)
+    prompt: str = ""  # id of the formulate prompt; defaults to the name
+    prompts: Path | None = None  # a folder of prompt templates (relative to the task file)
+    base: Path | None = Field(default=None, exclude=True)  # the task file's folder
+
+    @field_validator("solver", mode="before")
+    @classmethod
+    def _solver(cls, value: object) -> object:
+        if isinstance(value, str) and value.lower() not in FORMALISMS:
+            raise ValueError(f"unknown formalism '{value}'; choose from {', '.join(SOLVERS)}")
+        return FORMALISMS[value.lower()] if isinstance(value, str) else value
+
+    def model_post_init(self, context: object) -> None:
+        self.title = self.title or self.key
+        self.prompt = self.prompt or self.key
+        if self.prompts is not None and self.base is not None and not self.prompts.is_absolute():
+            self.prompts = self.base / self.prompts
+
+    @property
+    def name(self) -> str:
+        return self.title
+
+    def digest(self) -> str:
+        """What decides the problems and how they are solved (prompt texts are recorded per stage)."""
+        text = self.model_dump_json(exclude={"base", "prompts", "description", "aliases"})
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def local(self, path: str) -> Path:
+        """A path of the task file, relative to the file's folder."""
+        chosen = Path(path).expanduser()
+        return chosen if chosen.is_absolute() or self.base is None else self.base / chosen
+
+
 def _normalise(name: str) -> str:
     return name.lower().replace("-", "").replace("_", "").replace(" ", "")
 
 
+def _read(path: Path) -> dict:
+    text = path.read_text()
+    if path.suffix.lower() == ".json":
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise DataError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})") from None
+    else:
+        try:
+            import yaml
+        except ImportError:
+            raise PrerequisiteError("YAML task files need PyYAML: pip install pyyaml") from None
+        try:
+            raw = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}" if mark is not None else ""
+            raise DataError(f"{path}: malformed YAML{where} ({getattr(exc, 'problem', exc)})") from None
+    if not isinstance(raw, dict):
+        raise DataError(f"{path}: a task file holds a mapping (name, source, fields, ...)")
+    return raw
+
+
+def load_task_file(path: Path | str) -> DatasetSpec:
+    """Read and check a task file; every mistake is one line naming the file and the key."""
+    path = Path(path).expanduser()
+    if not path.is_file():
+        raise UsageError(f"task file {path} not found")
+    raw = _read(path)
+    try:
+        return DatasetSpec.model_validate({**raw, "base": path.resolve().parent})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "file"
+        message = str(first["msg"]).removeprefix("Value error, ")
+        raise DataError(f"{path}: {where}: {message}") from None
+
+
 @cache
-def _config() -> tuple[dict[str, DatasetSpec], SourceSpec]:
-    raw = json.loads((Path(__file__).parent / "datasets.json").read_text())
-    specs = {key: DatasetSpec(key=key, **value) for key, value in raw["datasets"].items()}
-    return specs, SourceSpec(**raw["source"])
+def _builtin() -> dict[str, DatasetSpec]:
+    specs = [load_task_file(path) for path in (Path(__file__).parent / "tasks").glob("*.yaml")]
+    # The paper's order, which tables and `logicpipe list` keep; any other shipped task after them.
+    specs.sort(key=lambda spec: (_PAPER_ORDER.index(spec.key) if spec.key in _PAPER_ORDER else 99, spec.key))
+    return {spec.key: spec for spec in specs}
+
+
+@cache
+def source() -> SourceSpec:
+    return SourceSpec(**json.loads((Path(__file__).parent / "source.json").read_text())["source"])
 
 
 def all_datasets() -> list[DatasetSpec]:
-    return list(_config()[0].values())
-
-
-def source() -> SourceSpec:
-    return _config()[1]
+    return list(_builtin().values())
 
 
 def get_dataset(name: str) -> DatasetSpec:
     """Accepts our keys and Logic-LM's spellings (FOLIO, AR-LSAT, LogicalDeduction, ...)."""
-    specs = _config()[0]
+    specs = _builtin()
     wanted = _normalise(name)
     for spec in specs.values():
-        if wanted in {_normalise(spec.key), _normalise(spec.name), *(_normalise(a) for a in spec.aliases)}:
+        if wanted in {_normalise(spec.key), _normalise(spec.title), *(_normalise(a) for a in spec.aliases)}:
             return spec
     close = difflib.get_close_matches(name.lower(), list(specs), n=1)
     hint = f" (did you mean '{close[0]}'?)" if close else ""

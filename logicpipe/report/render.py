@@ -9,6 +9,7 @@ from rich.tree import Tree
 
 from ..core.records import SolveRecord
 from ..solvers.lp import goal_tree_lines
+from .explain import Explained
 
 
 def render_summary(console: Console, metrics: dict, stages: list) -> None:
@@ -33,24 +34,74 @@ def render_summary(console: Console, metrics: dict, stages: list) -> None:
     console.print(timing)
 
 
-def render_explanation(console: Console, record: SolveRecord) -> None:
-    title = f"{record.id}: verdict {record.verdict}" if record.verdict else f"{record.id}: no verdict"
-    if record.error:
-        title += f" ({record.error.category.value}: {record.error.message})"
+def render_explanation(console: Console, explained: Explained) -> None:
+    record, problem, scored = explained.solve, explained.problem, explained.evaluated
+    console.print(f"{record.id} ({record.dataset}, solver {record.solver})", markup=False, highlight=False)
+    if problem is not None:
+        _plain(console, f"question: {problem.question}")
+        for option in problem.options:
+            _plain(console, f"  {option}")
+    else:
+        _plain(console, f"question: not available: {explained.missing}")
+    if scored is not None:
+        how = "" if scored.executed else " (backup answer: the program did not execute)"
+        _plain(console, f"gold: {scored.gold}   predicted: {scored.final}{how}   "
+                        f"{'right' if scored.correct else 'wrong'}")
+    else:
+        _plain(console, "gold and prediction: not evaluated yet (run the evaluate stage)")
+    for line in verdict_lines(record):
+        _plain(console, line)
     explanation = record.explanation or {}
     if "goal_tree" in explanation:
-        tree = Tree(title)
+        tree = Tree("derivation")
         branches = [tree]
         for depth, text in goal_tree_lines(explanation):
             del branches[depth + 1:]
-            branches.append(branches[depth].add(Text(text)))
+            branches.append(branches[depth].add(Text(text)))  # Text: model-written names are never markup
         console.print(tree)
     elif "proof" in explanation:
-        console.print(title)
-        console.print(explanation["proof"], markup=False, highlight=False)
-    else:
-        console.print(title)
-        if explanation:
-            console.print(explanation, markup=False)
-        else:
-            console.print("no explanation stored for this record")
+        _plain(console, "proof:")
+        _plain(console, explanation["proof"])
+    for note in explanation.get("ignored", []):
+        _plain(console, f"note: {note}")
+
+
+def verdict_lines(record: SolveRecord) -> list[str]:
+    """The solver's verdict in words: which query, which options held, how many solutions."""
+    explanation = record.explanation or {}
+    lines = [f"verdict: {record.verdict}" if record.verdict else "verdict: none"]
+    if record.error:
+        lines.append(f"{record.error.category.value}: {record.error.message}")
+    if "query" in explanation:
+        query = explanation["query"]
+        lines.append({"True": f"query {query} is proved",
+                      "False": f"query {query} is refuted: its negation is derived",
+                      "Unknown": f"query {query}: neither it nor its negation is derived "
+                                 f"from {explanation.get('derived_facts', 0)} facts"}.get(record.verdict or "",
+                                                                                        f"query {query}"))
+    if "attempts" in explanation:
+        tried = ", ".join(f"{goal}: {status}" for goal, status in explanation["attempts"].items())
+        lines.append(f"Prover9 attempts: {tried}")
+        if explanation.get("proved") == "negation":
+            lines.append("the negation of the conclusion is proved, so the conclusion is False")
+        elif record.verdict == "Unknown":
+            lines.append("neither the conclusion nor its negation is proved, so it is Unknown")
+    if "options" in explanation:  # SMT: each option checked against the constraints
+        held = [letter for letter, holds in explanation["options"].items() if holds]
+        failed = [letter for letter, holds in explanation["options"].items() if not holds]
+        lines.append(f"options that hold: {', '.join(held) or 'none'}; do not hold: {', '.join(failed) or 'none'}")
+        if explanation.get("also_held"):
+            lines.append(f"also held: {', '.join(explanation['also_held'])} "
+                         f"(the first option that holds, {record.verdict}, is the answer, as in Logic-LM)")
+    if "solutions" in explanation:  # CSP: the option that holds in every solution
+        count = explanation["solutions"]
+        entailed = explanation.get("entailed")
+        lines.append(f"{count} solution{'s' if count != 1 else ''}" +
+                     (f"; option {entailed} holds in every one" if entailed else ""))
+        for number, solution in enumerate(explanation.get("sample", []), start=1):
+            lines.append(f"  solution {number}: " + ", ".join(f"{k} = {v}" for k, v in solution.items()))
+    return lines
+
+
+def _plain(console: Console, text: str) -> None:
+    console.print(text, markup=False, highlight=False, soft_wrap=True)

@@ -9,7 +9,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..data.registry import DatasetSpec, get_dataset
+from ..data.registry import DatasetSpec, get_dataset, load_task_file
 
 Backup = Literal["random", "cot", "none"]
 _BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
@@ -18,8 +18,9 @@ _BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    dataset: str
-    split: str = "dev"
+    dataset: str = ""  # a built-in dataset, or ...
+    task: Path | None = None  # ... a task file describing the user's own
+    split: str = ""  # default: the task's first split (dev for the built-ins)
     out: Path = Path("results/run")
     data_dir: Path | None = None
     limit: int | None = Field(default=None, ge=1)
@@ -70,7 +71,12 @@ class RunConfig(BaseModel):
             raise ValueError("--backup cot needs --model (the model answers by chain of thought)")
         if self.refine_model and self.max_rounds == 0:
             raise ValueError("--refine-model needs --max-rounds of at least 1")
-        get_dataset(self.dataset)
+        if bool(self.dataset) == (self.task is not None):
+            raise ValueError("name a built-in --dataset or a --task file (one of the two)")
+        spec = self.spec
+        self.split = self.split or spec.splits[0]
+        if self.prompts is None:
+            self.prompts = spec.prompts
         return self
 
     def error_budget(self, total: int) -> int:
@@ -82,7 +88,7 @@ class RunConfig(BaseModel):
 
     @property
     def spec(self) -> DatasetSpec:
-        return get_dataset(self.dataset)
+        return load_task_file(self.task) if self.task is not None else get_dataset(self.dataset)
 
     @property
     def stage_dir(self) -> Path:

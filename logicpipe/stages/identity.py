@@ -61,6 +61,8 @@ def check_identity(ctx: RunContext, stages: list[str]) -> None:
     stage_dir = ctx.store.stage_dir
     wanted: dict[str, Any] = {"dataset": ctx.task.dataset, "split": ctx.task.split, "limit": ctx.config.limit,
                               "logicpipe": __version__, "stages": {}}
+    if ctx.task.definition is not None:
+        wanted["task"] = ctx.task.definition
     path = stage_dir / RUN_FILE
     recorded: dict[str, Any] = {}
     if path.exists():
@@ -68,8 +70,8 @@ def check_identity(ctx: RunContext, stages: list[str]) -> None:
     elif any(stage_dir.glob("*.jsonl")):
         raise UsageError(f"{stage_dir} holds records but no {RUN_FILE} (an older logicpipe made them); "
                          "pass --overwrite to start afresh, or use another --out")
-    differ: list[str] = [key for key in ("dataset", "split", "limit", "logicpipe")
-              if key in recorded and recorded[key] != wanted[key]]
+    differ: list[str] = [key for key in ("dataset", "split", "limit", "logicpipe", "task")
+              if key in recorded and recorded[key] != wanted.get(key)]
     stages_then = recorded.get("stages", {})
     wanted["stages"] = dict(stages_then)
     for stage in stages:

@@ -46,6 +46,10 @@ def model_metrics(config: RunConfig, trajectories: list[Trajectory]) -> dict:
     """Exe_Rate before refinement and the tokens every model call of this run used (from the records,
     so the figures are the same however often the run was resumed)."""
     extra: dict = {}
+    # The formulate records say where the programs came from, also when evaluate runs on its own.
+    sources = {t.formulated.source for t in trajectories if t.formulated is not None}
+    if len(sources) == 1:
+        extra["source"] = sources.pop()
     rounds = max((t.rounds() for t in trajectories), default=0)
     if rounds:
         first = [t.solved[0] for t in trajectories if 0 in t.solved]

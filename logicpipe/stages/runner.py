@@ -33,21 +33,15 @@ class RunReport:
 
 def task_for(config: RunConfig) -> Task:
     spec = config.spec
-    return Task(dataset=spec.key, name=spec.name, split=config.split, solver=spec.solver,
-                closed_world=spec.closed_world, timeout=spec.timeout, prompt=spec.key)
+    return Task(dataset=spec.key, name=spec.title, split=config.split, solver=spec.solver,
+                answer_space=spec.answer_space, closed_world=spec.closed_world, timeout=spec.timeout,
+                prompt=spec.prompt, definition=spec.digest() if config.task is not None else None)
 
 
 def problems_for(config: RunConfig) -> list[Problem]:
     problems = load_problems(config.spec, config.split, config.data_dir)
-    problems = problems[: config.limit] if config.limit else problems
-    seen: set[str] = set()
-    for problem in problems:
-        if problem.id in seen:
-            raise DataError(f"problem id {problem.id!r} occurs twice in {config.spec.name}/{config.split}")
-        if not problem.id.isprintable():
-            raise DataError(f"problem id {problem.id!r} has control characters")
-        seen.add(problem.id)
-    return problems
+    # The loader has checked ids (unique, printable), fields and answers row by row.
+    return problems[: config.limit] if config.limit else problems
 
 
 def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompts: PromptSet, task: Task) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data.fetch import cache_dir
-from ..data.loaders import data_root, load_problems, parse_problem_file
+from ..data.loaders import data_root, load_problems
 from ..data.registry import get_dataset, source
 from ..errors import LogicPipeError, UsageError
 
@@ -110,13 +110,11 @@ def _problem_texts(key: str, split: str, data_dir: Path | str | None, warnings: 
     """The dataset's own problems, when its file is at hand (data dir or download cache); never downloads."""
     try:
         spec = get_dataset(key)
-        if data_root(data_dir) is not None:
-            problems = load_problems(spec, split, data_dir)
-        else:
+        if data_root(data_dir) is None:
             cached = cache_dir() / "logic-lm" / source().commit / f"data/{spec.name}/{split}.json"
             if not cached.exists():
                 return {}
-            problems = parse_problem_file(cached)
+        problems = load_problems(spec, split, data_dir)
     except LogicPipeError as exc:
         warnings.append(f"problem texts for {key} not shown: {exc}")
         return {}

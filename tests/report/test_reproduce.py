@@ -5,17 +5,26 @@ import pytest
 
 from logicpipe.report.reproduce import paper, reproduce
 
-FLOORS = json.loads((Path(__file__).parent / "golden" / "replay_floors.json").read_text())
+FLOORS = json.loads((Path(__file__).parent.parent / "golden" / "replay_floors.json").read_text())
 
 
 def test_reproduce_writes_both_tables_and_the_chart(data_dir, tmp_path):
-    result = reproduce(tmp_path, data_dir, workers=2, models=("gpt-4",), limit=12)
+    labels = []
+    result = reproduce(tmp_path, data_dir, workers=2, models=("gpt-4",), limit=12, label=labels.append)
+    assert labels[0] == "ProntoQA, gpt-4: file 1 of 5 (ProntoQA_dev_gpt-4.json)"
+    assert labels[4] == "AR-LSAT, gpt-4: file 5 of 5 (AR-LSAT_dev_gpt-4.json)"
     assert {r["dataset"] for r in result["rows"]} == {"prontoqa", "proofwriter", "folio", "logicaldeduction", "ar-lsat"}
     assert all(r["total"] == 12 for r in result["rows"])
     table = json.loads((tmp_path / "table3.json").read_text())
     folio = next(r for r in table if r["dataset"] == "folio")
     assert folio["paper_exe_rate"] == paper()["table3"]["gpt-4"]["folio"]["exe_rate"]
-    assert folio["diff_exe_rate"] == round(folio["exe_rate"] - folio["paper_exe_rate"], 2)
+    assert folio["diff_exe_rate"] == round(folio["exe_rate_logiclm"] - folio["paper_exe_rate"], 2)
+    arlsat = next(r for r in table if r["dataset"] == "ar-lsat")
+    row = next(r for r in result["rows"] if r["dataset"] == "ar-lsat")
+    assert (arlsat["exe_rate_logiclm"], arlsat["exe_rate"]) == (row["exe_rate_logiclm"], row["exe_rate"])
+    assert arlsat["diff_exe_acc"] == round(row["exe_acc_logiclm"] - arlsat["paper_exe_acc"], 2)
+    assert list(arlsat)[:9] == ["dataset", "model", "total", "exe_rate_logiclm", "paper_exe_rate", "diff_exe_rate",
+                                "exe_acc_logiclm", "paper_exe_acc", "diff_exe_acc"]
     assert "| folio | gpt-4 |" in (tmp_path / "table3.md").read_text()
     assert (tmp_path / "table2.csv").read_text().count("not run") >= 10
     assert (tmp_path / "accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

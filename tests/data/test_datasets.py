@@ -53,3 +53,19 @@ def test_download_is_checksummed_and_cached(mirror, monkeypatch, tmp_path):
         load_problems(get_dataset("prontoqa"), "dev")
     with pytest.raises(DataError, match="cannot download"):
         load_problems(get_dataset("proofwriter"), "dev")
+
+
+@pytest.mark.parametrize("content", [b"\x89PNG\r\n\x1a\n\x00\x00binary", '[{"id": "x"}]'.encode("utf-16"),
+                                     b"[" * 100_000 + b"]" * 100_000], ids=["binary", "utf-16", "deep"])
+def test_a_data_file_that_is_not_json_text_is_one_data_error(content, tmp_path):
+    from tests.conftest import cli
+
+    folder = tmp_path / "data" / "FOLIO"
+    folder.mkdir(parents=True)
+    (folder / "dev.json").write_bytes(content)
+    done = cli("run", "-d", "folio", "--data-dir", str(tmp_path), "--out", str(tmp_path / "out"), "--programs",
+               str(tmp_path / "none.json"))
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    assert "dev.json" in lines[0] and "internal error" not in lines[0]
+    assert not (tmp_path / "out").exists()
