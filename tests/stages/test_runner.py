@@ -180,7 +180,7 @@ def test_bad_problem_ids_and_program_text_are_clear_errors_or_safe_records(data_
 
     released = {r["id"]: r for r in json.loads((data_dir / "programs" / LD).read_text())}
     programs = [released[p["id"]] for p in source]
-    assert "occurs twice" in one_line(run_with([source[0], source[0]], programs))
+    assert "duplicate id, first used by row 1" in one_line(run_with([source[0], source[0]], programs))
     assert "control characters" in one_line(run_with([{**source[0], "id": "a\x1fb"}], programs))
     # A lone surrogate in a replayed program (written as an escape in the JSON file) is stored safely.
     broken = [{**programs[0], "raw_logic_programs": [programs[0]["raw_logic_programs"][0] + "\n# \ud800"]}]
