@@ -1,4 +1,4 @@
-"""Solve: run every program (every sample) in the isolated worker pool; vote over samples."""
+"""Solve: run every program (every sample) on the run's executor (local pool or Ray); vote over samples."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 
 from ..core.records import ErrorCategory, SolveRecord, StageError
 from ..core.trajectory import Trajectory, program_sha
-from ..isolation import Outcome, Task, WorkerPool
-from ..solvers import SolverOutcome, get_solver
+from ..isolation import Outcome, Task
+from ..run import make_executor
+from ..solvers import SolverOutcome
 from .context import RunContext, StageReport
 
 NAME = "solve"
@@ -58,12 +59,16 @@ def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int) ->
             # The hard bound leaves the solver's own limit room to report a clean timeout first.
             tasks.append(Task(f"{trajectory.id}\x1f{index}", payload, timeout * 1.5 + 5))
     if tasks:
-        get_solver(ctx.task.solver).check()
         results: dict[str, dict[int, SolveRecord]] = {}
-        with WorkerPool("logicpipe.solvers:execute_task", ctx.config.workers, ctx.config.memory_mb) as pool:
-            for outcome in pool.map(tasks):
+        config = ctx.config
+        with make_executor(config.executor, "logicpipe.solvers:execute_task", config.workers, config.memory_mb,
+                           config.ray_address) as executor:
+            executor.check(ctx.task.solver)
+            for finished in executor.map(tasks):
+                outcome = finished.outcome
                 identifier, number = outcome.key.rsplit("\x1f", 1)
-                results.setdefault(identifier, {})[int(number)] = _record(outcome, identifier, shas[identifier], base)
+                record = _record(outcome, identifier, shas[identifier], base, finished.node)
+                results.setdefault(identifier, {})[int(number)] = record
                 if len(results[identifier]) == expected[identifier]:
                     samples = results.pop(identifier)
                     write(by_id[identifier], vote([samples[i] for i in range(len(samples))]))
@@ -71,8 +76,8 @@ def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int) ->
     return StageReport(name, len(inputs), len(todo), time.monotonic() - start)
 
 
-def _record(outcome: Outcome, identifier: str, sha: str, base: dict[str, Any]) -> SolveRecord:
-    common = {"id": identifier, "seconds": round(outcome.seconds, 4), "program": sha, **base}
+def _record(outcome: Outcome, identifier: str, sha: str, base: dict[str, Any], node: str | None) -> SolveRecord:
+    common = {"id": identifier, "seconds": round(outcome.seconds, 4), "program": sha, "node": node, **base}
     if outcome.status == "timeout":
         return SolveRecord(**common, error=StageError(category=ErrorCategory.timeout, message=outcome.message))
     if outcome.status != "ok":

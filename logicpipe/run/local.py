@@ -1,0 +1,30 @@
+"""The default executor: the local isolated worker pool, unchanged."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+
+from ..isolation import Task, WorkerPool
+from ..solvers import get_solver
+from .base import Finished
+
+
+class LocalExecutor:
+    def __init__(self, target: str, workers: int, memory_mb: int):
+        self.pool = WorkerPool(target, workers, memory_mb)
+
+    def check(self, solver: str) -> None:
+        get_solver(solver).check()
+
+    def map(self, tasks: Iterable[Task]) -> Iterator[Finished]:
+        for outcome in self.pool.map(tasks):
+            yield Finished(outcome)
+
+    def close(self) -> None:
+        self.pool.close()
+
+    def __enter__(self) -> LocalExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
