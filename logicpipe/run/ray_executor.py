@@ -17,6 +17,7 @@ from .base import Finished
 INSTALL = "pip install 'logicpipe[ray]'"
 # A call whose Ray worker or node dies is run again this many times, then recorded as crashed.
 RETRIES = 2
+LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
 # Outcomes fetched per wait: large enough that the driver keeps up with many nodes.
 BATCH = 64
 
@@ -58,11 +59,16 @@ def check_solver(solver: str) -> str | None:
 
 def connect(address: str | None) -> Any:
     """Join the cluster at `address` (or RAY_ADDRESS), else start a one-machine Ray on 127.0.0.1."""
+    joining = bool(address or os.environ.get("RAY_ADDRESS"))
+    if not joining:
+        # Ray swaps 127.0.0.1 for the machine's outside address and listens there unless this switch
+        # (read when ray is imported) is off; a one-machine Ray needs no outside address.
+        os.environ.setdefault(LOOPBACK_SWITCH, "0")
     ray = import_ray()
     if ray.is_initialized():
         return ray
     quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
-    if address or os.environ.get("RAY_ADDRESS"):
+    if joining:
         ray.init(address=address, **quiet)
     else:
         ray.init(address="local", _node_ip_address="127.0.0.1", **quiet)

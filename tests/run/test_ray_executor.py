@@ -35,6 +35,7 @@ def test_a_call_that_raises_or_exits_is_an_error_and_the_rest_go_on(ray_cluster)
     assert finished["fine"].outcome.value == "done fine"
 
 
+@pytest.mark.slow  # Ray takes ~10 s to notice each dead worker
 def test_a_dead_ray_worker_is_retried_then_recorded_as_crashed(ray_cluster, tmp_path):
     once = {"do": "kill-ray-worker", "marker": str(tmp_path / "killed-once")}
     finished = run([Task("once", once, 20), Task("always", {"do": "kill-ray-worker"}, 20)],
@@ -47,6 +48,7 @@ def test_a_dead_ray_worker_is_retried_then_recorded_as_crashed(ray_cluster, tmp_
 
 def test_the_solver_check_runs_on_every_node_and_names_the_one_that_lacks_it(ray_cluster):
     node = ray_cluster.get_runtime_context().get_node_id()
+    assert [n["NodeManagerAddress"] for n in ray_cluster.nodes()] == ["127.0.0.1"]
     with RayExecutor("logicpipe.solvers:execute_task", 512) as executor:
         for solver in ("lp", "fol", "csp", "smt"):
             executor.check(solver)
