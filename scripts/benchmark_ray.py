@@ -52,21 +52,21 @@ def main() -> None:
         timed(local, 10, SLOTS)  # start the processes of both before measuring
         timed(remote, 10, SLOTS)
         print(f"{'size':>8}{'s/call':>9}{'local calls/s':>15}{'ray calls/s':>13}{'ray overhead/call':>19}  2 nodes of Ray")
-        pays_from = None
+        pays_from: tuple[int, float] | None = None
         for size in [int(s) for s in args.sizes.split(",")]:
             local_s, ray_s = timed(local, size, args.calls), timed(remote, size, args.calls)
             per_call = local_s * SLOTS / args.calls  # one call's own time
             overhead = (ray_s - local_s) * SLOTS / args.calls
             pays = overhead < per_call
             if pays and pays_from is None:
-                pays_from = size
+                pays_from = (size, per_call)
             print(f"{size:>8}{per_call:>9.3f}{args.calls / local_s:>15.2f}{args.calls / ray_s:>13.2f}"
                   f"{overhead:>18.3f}s  {'faster' if pays else 'slower'} than the local pool")
     ray.shutdown()
     if pays_from is None:
         print("Ray's overhead exceeded the call time at every size: keep the local executor for such calls")
     else:
-        print(f"Ray stops costing more than it saves from size {pays_from} (calls of about that length)")
+        print(f"Ray stops costing more than it saves from size {pays_from[0]} (calls of {pays_from[1]:.3f} s)")
 
 
 if __name__ == "__main__":
