@@ -57,6 +57,8 @@ def _options(
     seed: int = typer.Option(0, "--seed", help="seed for the random backup"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds per solver call (default: per dataset)"),
     memory_mb: int = typer.Option(2048, "--memory-mb", help="memory bound per solver worker, MB"),
+    executor: str = typer.Option("local", "--executor", help="where solver calls run: local (worker processes) or ray (a Ray cluster)"),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", envvar="RAY_ADDRESS", help="Ray cluster to join, e.g. 10.0.0.1:6379 (default: start Ray on this machine)"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="model that writes programs (OpenAI-compatible)"),
     base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"),
     max_concurrency: int = typer.Option(8, "--max-concurrency", help="model requests in flight at once"),

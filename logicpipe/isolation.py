@@ -50,6 +50,20 @@ class Task:
 Fetch = Callable[[float | None], "list[Task] | None"]
 
 
+def fixed(tasks: Iterable[Task]) -> Fetch:
+    """A Fetch that hands over `tasks` at once, then says there are no more."""
+    given = list(tasks)
+
+    def fetch(timeout: float | None) -> list[Task] | None:
+        if not given:
+            return None
+        ready = list(given)
+        given.clear()
+        return ready
+
+    return fetch
+
+
 @dataclass
 class Outcome:
     key: str
@@ -201,16 +215,7 @@ class WorkerPool:
 
     def map(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
         """Yield one Outcome per task, in completion order."""
-        given = list(tasks)
-
-        def fetch(timeout: float | None) -> list[Task] | None:
-            if given:
-                ready = list(given)
-                given.clear()
-                return ready
-            return None
-
-        return self.stream(fetch)
+        return self.stream(fixed(tasks))
 
     def stream(self, fetch: Fetch) -> Iterator[Outcome]:
         """Yield one Outcome per task while tasks keep arriving: `fetch(timeout)` returns the tasks that

@@ -6,7 +6,7 @@ import hashlib
 from enum import Enum
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from ..errors import (
     DataError,
@@ -128,6 +128,15 @@ class SolveRecord(Record):
     explanation: dict[str, Any] | None = None
     round: int = 0
     program: str | None = None  # text_sha of the program(s) run
+    node: str | None = None  # the Ray node that ran the call (--executor ray only)
+
+    @model_serializer(mode="wrap")
+    def _without_empty_node(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        # Records of the local executor stay byte-identical to those written before Ray existed.
+        data = handler(self)
+        if data.get("node") is None:
+            data.pop("node", None)
+        return data
 
 
 class InterpretRecord(Record):

@@ -30,6 +30,8 @@ class RunConfig(BaseModel):
     seed: int = 0
     timeout: float | None = Field(default=None, gt=0, le=86400)
     memory_mb: int = Field(default=2048, ge=64, le=1 << 20)
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
     overwrite: bool = False
     max_errors: str = "10%"
     prompts: Path | None = None

@@ -1,4 +1,4 @@
-"""Solve: run every program (every sample) in the isolated worker pool; vote over samples."""
+"""Solve: run every program (every sample) on the run's executor (local pool or Ray); vote over samples."""
 
 from __future__ import annotations
 
@@ -11,7 +11,8 @@ from typing import Any
 
 from ..core.records import ErrorCategory, SolveRecord, StageError
 from ..core.trajectory import Trajectory, program_sha
-from ..isolation import Fetch, Outcome, Task, WorkerPool
+from ..isolation import Fetch, Outcome, Task, fixed
+from ..run import make_executor
 from ..solvers import SolverOutcome
 from .context import RunContext, Stage, StageReport
 
@@ -97,15 +98,23 @@ def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int,
         return [Task(f"{trajectory.id}\x1f{index}", {**payload, "program": text}, timeout * 1.5 + 5)
                 for index, text in enumerate(programs)]
 
-    fetch = _fetcher(arrivals, tasks_for) if arrivals is not None else None
-    tasks = [task for t in trajectories for task in tasks_for(t)] if arrivals is None else []
+    fetch: Fetch | None
+    if arrivals is not None:
+        fetch = _fetcher(arrivals, tasks_for)
+    else:
+        tasks = [task for t in trajectories for task in tasks_for(t)]
+        fetch = fixed(tasks) if tasks else None
     results: dict[str, dict[int, SolveRecord]] = {}
-    if tasks or fetch is not None:
-        with WorkerPool("logicpipe.solvers:execute_task", ctx.config.workers, ctx.config.memory_mb,
-                        preload=[f"logicpipe.solvers.{ctx.task.solver}"]) as pool:
-            for outcome in pool.stream(fetch) if fetch is not None else pool.map(tasks):
+    if fetch is not None:
+        config = ctx.config
+        with make_executor(config.executor, "logicpipe.solvers:execute_task", config.workers, config.memory_mb,
+                           config.ray_address, preload=[f"logicpipe.solvers.{ctx.task.solver}"]) as executor:
+            executor.check(ctx.task.solver)
+            for finished in executor.stream(fetch):
+                outcome = finished.outcome
                 identifier, number = outcome.key.rsplit("\x1f", 1)
-                results.setdefault(identifier, {})[int(number)] = solve_record(outcome, identifier, shas[identifier], base)
+                record = solve_record(outcome, identifier, shas[identifier], base, finished.node)
+                results.setdefault(identifier, {})[int(number)] = record
                 if len(results[identifier]) == expected[identifier]:
                     samples = results.pop(identifier)
                     write(by_id[identifier], vote([samples[i] for i in range(len(samples))]))
@@ -142,9 +151,10 @@ def _fetcher(arrivals: Arrivals, tasks_for: Callable[[Trajectory], list[Task]]) 
     return fetch
 
 
-def solve_record(outcome: Outcome, identifier: str, sha: str | None, base: dict[str, Any]) -> SolveRecord:
-    """The solve record of one pool outcome (one program, one sample)."""
-    common = {"id": identifier, "seconds": round(outcome.seconds, 4), "program": sha, **base}
+def solve_record(outcome: Outcome, identifier: str, sha: str | None, base: dict[str, Any],
+                 node: str | None = None) -> SolveRecord:
+    """The solve record of one outcome (one program, one sample); `node` names the cluster node that ran it."""
+    common = {"id": identifier, "seconds": round(outcome.seconds, 4), "program": sha, "node": node, **base}
     if outcome.status == "timeout":
         return SolveRecord(**common, error=StageError(category=ErrorCategory.timeout, message=outcome.message))
     if outcome.status != "ok":

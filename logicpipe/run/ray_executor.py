@@ -1,0 +1,144 @@
+"""Solver calls as Ray tasks, one CPU each. A task hands its call to a one-process isolation pool on the
+worker, so the time and memory bounds of the local pool hold on every node and a hang or crash in a
+solver kills only that call. The driver collects outcomes as they finish; only it writes stage files."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ..errors import LogicPipeError, PrerequisiteError
+from ..isolation import Fetch, Outcome, Task, WorkerPool, fixed
+from .base import Finished
+
+INSTALL = "pip install 'logicpipe[ray]'"
+# A call whose Ray worker or node dies is run again this many times, then recorded as crashed.
+RETRIES = 2
+LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+# Outcomes fetched per wait: large enough that the driver keeps up with many nodes.
+BATCH = 64
+
+# One isolation pool per Ray worker process, kept between tasks so each call pays no process start.
+_pools: dict[tuple[str, int], WorkerPool] = {}
+
+
+def import_ray() -> Any:
+    try:
+        import ray
+    except ImportError:
+        raise PrerequisiteError(f"--executor ray needs Ray: {INSTALL}") from None
+    return ray
+
+
+def run_call(target: str, memory_mb: int, task: Task) -> tuple[Outcome, str]:
+    """On a Ray worker: run one call in the worker's isolation pool; return its outcome and the node."""
+    import ray
+
+    pool = _pools.get((target, memory_mb))
+    if pool is None:
+        pool = _pools[(target, memory_mb)] = WorkerPool(target, 1, memory_mb)
+    outcome = next(iter(pool.map([task])))
+    return outcome, ray.get_runtime_context().get_node_id()
+
+
+def check_solver(solver: str) -> str | None:
+    """On one node: why the solver cannot run there, or None when it can."""
+    from ..solvers import get_solver
+
+    try:
+        get_solver(solver).check()
+    except LogicPipeError as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - a missing package shows as ImportError; report it, do not crash
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+def connect(address: str | None) -> Any:
+    """Join the cluster at `address` (or RAY_ADDRESS), else start a one-machine Ray on 127.0.0.1."""
+    joining = bool(address or os.environ.get("RAY_ADDRESS"))
+    if not joining:
+        # Ray swaps 127.0.0.1 for the machine's outside address and listens there unless this switch
+        # (read when ray is imported) is off; a one-machine Ray needs no outside address.
+        os.environ.setdefault(LOOPBACK_SWITCH, "0")
+    ray = import_ray()
+    if ray.is_initialized():
+        return ray
+    quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
+    if joining:
+        ray.init(address=address, **quiet)
+    else:
+        ray.init(address="local", _node_ip_address="127.0.0.1", **quiet)
+    return ray
+
+
+class RayExecutor:
+    def __init__(self, target: str, memory_mb: int, address: str | None = None, retries: int = RETRIES):
+        self.ray = connect(address)
+        self.target, self.memory_mb, self.retries = target, memory_mb, retries
+        self.remote = self.ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=True)(run_call)
+        self._pending: dict[Any, tuple[Task, float]] = {}
+
+    def check(self, solver: str) -> None:
+        """Check the solver once on every node with CPUs; name each node where it is missing."""
+        from ray.util.scheduling_strategies import NodeAffinitySchedulingStrategy
+
+        checker = self.ray.remote(num_cpus=0)(check_solver)
+        nodes = [n for n in self.ray.nodes() if n["Alive"] and n["Resources"].get("CPU", 0) > 0]
+        refs = [checker.options(scheduling_strategy=NodeAffinitySchedulingStrategy(n["NodeID"], soft=False))
+                .remote(solver) for n in nodes]
+        problems = [f"node {n['NodeID']} ({n['NodeManagerAddress']}): {why}"
+                    for n, why in zip(nodes, self.ray.get(refs)) if why is not None]
+        if problems:
+            raise PrerequisiteError(f"solver '{solver}' cannot run on {len(problems)} of {len(nodes)} Ray "
+                                    f"nodes; install it there: " + "; ".join(problems))
+
+    def map(self, tasks: Iterable[Task]) -> Iterator[Finished]:
+        return self.stream(fixed(tasks))
+
+    def stream(self, fetch: Fetch) -> Iterator[Finished]:
+        open_ = True
+        while open_ or self._pending:
+            if open_:
+                arrived = fetch(0.0 if self._pending else None)
+                if arrived is None:
+                    open_ = False
+                for task in arrived or []:
+                    self._pending[self.remote.remote(self.target, self.memory_mb, task)] = (task, time.monotonic())
+            if not self._pending:
+                continue
+            waiting = list(self._pending)
+            ready, _ = self.ray.wait(waiting, num_returns=min(BATCH, len(waiting)), timeout=0.05 if open_ else 0.2)
+            for ref in ready:
+                task, submitted = self._pending.pop(ref)
+                try:
+                    outcome, node = self.ray.get(ref)
+                except self.ray.exceptions.RayError as exc:
+                    message = f"Ray worker failed {self.retries + 1} times: {_first_line(exc)}"
+                    yield Finished(Outcome(task.key, "crashed", message=message,
+                                           seconds=time.monotonic() - submitted))
+                    continue
+                yield Finished(outcome, node)
+
+    def close(self) -> None:
+        # Calls still queued or running when the driver stops (Ctrl-C, an error) are not left on the cluster.
+        for ref in self._pending:
+            self.ray.cancel(ref, force=True)
+        self._pending.clear()
+
+    def __enter__(self) -> RayExecutor:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _first_line(exc: BaseException) -> str:
+    cause = getattr(exc, "cause", None)  # a RayTaskError wraps what the task raised
+    if isinstance(cause, BaseException):
+        return f"{type(cause).__name__}: {cause}".splitlines()[0]
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0] if lines else ''}"

@@ -1,0 +1,23 @@
+"""Task functions that misbehave on purpose, for the executor tests (run inside isolation workers)."""
+
+import os
+import signal
+from pathlib import Path
+
+
+def misbehave(payload: dict) -> str:
+    action = payload["do"]
+    if action == "raise":
+        raise ValueError("the solver broke")
+    if action == "exit":
+        os._exit(3)
+    if action == "kill-ray-worker":
+        # The isolation worker's parent is the pool's fork server, whose parent is the Ray worker.
+        # With a marker path, only the first attempt kills, so Ray's retry can succeed.
+        marker = payload.get("marker")
+        if marker is None or not Path(marker).exists():
+            if marker is not None:
+                Path(marker).touch()
+            server = os.getppid()
+            os.kill(int(Path(f"/proc/{server}/stat").read_text().rsplit(")", 1)[1].split()[1]), signal.SIGKILL)
+    return f"done {action}"
