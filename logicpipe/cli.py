@@ -53,6 +53,8 @@ def _options(
     price_prompt: Optional[float] = typer.Option(None, "--price-prompt", help="price per million prompt tokens"),
     price_completion: Optional[float] = typer.Option(None, "--price-completion", help="price per million completion tokens"),
     llm_cache: Optional[Path] = typer.Option(None, "--llm-cache", help="SQLite cache of model replies"),
+    constrain: bool = typer.Option(False, "--constrain", help="send the solver language's grammar with each formulate and refine request (grammar-constrained decoding)"),
+    constrain_format: str = typer.Option("gbnf", "--constrain-format", help="how the grammar is sent: gbnf ('grammar' field, llama.cpp) or vllm ('guided_grammar' field)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="discard what an earlier run wrote in OUT/<dataset>/ and start afresh"),
     max_errors: str = typer.Option("10%", "--max-errors", help="model errors a run tolerates before it stops: a count or a percentage of the problems"),
     prompts: Optional[Path] = typer.Option(None, "--prompts", help="folder of prompt templates that replace the shipped ones of the same name"),
