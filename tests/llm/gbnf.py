@@ -5,7 +5,9 @@ string is in the language, by memoised matching that returns every end position 
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
+from typing import Any
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\", '"': '"', "[": "[", "]": "]", "-": "-", "^": "^"}
 _TOKEN = re.compile(r"""
@@ -26,7 +28,7 @@ class GrammarError(Exception):
 @dataclass(frozen=True)
 class Node:
     kind: str  # lit, cls, any, ref, seq, alt, star, plus, opt
-    value: object = None
+    value: Any = None
 
 
 def _unescape(body: str) -> list[str]:
@@ -146,9 +148,9 @@ def _walk(nodes: list[Node]) -> list[Node]:
         node = stack.pop()
         found.append(node)
         if node.kind in ("seq", "alt"):
-            stack.extend(node.value)  # type: ignore[arg-type]
+            stack.extend(node.value)
         elif node.kind in ("star", "plus", "opt"):
-            stack.append(node.value)  # type: ignore[arg-type]
+            stack.append(node.value)
     return found
 
 
@@ -156,10 +158,10 @@ def _check_refs(node: Node, rules: dict[str, Node]) -> None:
     if node.kind == "ref" and node.value not in rules:
         raise GrammarError(f"undefined rule {node.value}")
     if node.kind in ("seq", "alt"):
-        for child in node.value:  # type: ignore[attr-defined]
+        for child in node.value:
             _check_refs(child, rules)
     elif node.kind in ("star", "plus", "opt"):
-        _check_refs(node.value, rules)  # type: ignore[arg-type]
+        _check_refs(node.value, rules)
 
 
 def _single(node: Node, rules: dict[str, Node], seen: frozenset[str] = frozenset()) -> str | None:
@@ -168,15 +170,15 @@ def _single(node: Node, rules: dict[str, Node], seen: frozenset[str] = frozenset
     if node.kind == "any":
         return "(?s:.)"
     if node.kind == "cls":
-        negated, ranges = node.value  # type: ignore[misc]
+        negated, ranges = node.value
         body = "".join(re.escape(low) + ("-" + re.escape(high) if high != low else "") for low, high in ranges)
         return f"[{'^' if negated else ''}{body}]"
     if node.kind == "ref" and node.value not in seen:
-        return _single(rules[node.value], rules, seen | {node.value})  # type: ignore[index]
+        return _single(rules[node.value], rules, seen | {node.value})
     if node.kind == "alt":
-        parts = [_single(child, rules, seen) for child in node.value]  # type: ignore[attr-defined]
+        parts = [_single(child, rules, seen) for child in node.value]
         if all(parts):
-            return "(?:" + "|".join(parts) + ")"  # type: ignore[arg-type]
+            return "(?:" + "|".join(part or "" for part in parts) + ")"
     return None
 
 
@@ -188,7 +190,7 @@ class Recogniser:
         self.chars: dict[int, re.Pattern[str]] = {}
         for node in _walk(list(self.rules.values())):
             if node.kind in ("star", "plus"):
-                single = _single(node.value, self.rules)  # type: ignore[arg-type]
+                single = _single(node.value, self.rules)
                 if single:
                     self.runs[id(node)] = re.compile(f"{single}*")
             elif node.kind in ("ref", "alt"):
@@ -197,57 +199,58 @@ class Recogniser:
                     self.chars[id(node)] = re.compile(single)
 
     def accepts(self, text: str) -> bool:
-        memo: dict[tuple[str, int], frozenset[int]] = {}
+        memo: dict[tuple[Any, int], frozenset[int]] = {}
 
         def match(node: Node, start: int) -> frozenset[int]:
             kind = node.kind
             if kind == "lit":
                 literal = node.value
-                return frozenset({start + len(literal)}) if text.startswith(literal, start) else frozenset()  # type: ignore[arg-type]
+                return frozenset({start + len(literal)}) if text.startswith(literal, start) else frozenset()
             if kind in ("cls", "any"):
                 if start >= len(text):
                     return frozenset()
                 if kind == "any":
                     return frozenset({start + 1})
-                negated, ranges = node.value  # type: ignore[misc]
+                negated, ranges = node.value
                 char = text[start]
                 inside = any(low <= char <= high for low, high in ranges)
                 return frozenset({start + 1}) if inside != negated else frozenset()
             if id(node) in self.chars:
                 return frozenset({start + 1}) if self.chars[id(node)].match(text, start) else frozenset()
             if id(node) in self.runs:
-                end = self.runs[id(node)].match(text, start).end()  # type: ignore[union-attr]
+                run = self.runs[id(node)].match(text, start)
+                end = run.end() if run else start
                 return frozenset(range(start + (kind == "plus"), end + 1))
             if kind == "ref":
                 key = (node.value, start)
                 if key not in memo:
                     memo[key] = frozenset()  # a left-recursive call finds nothing rather than looping
-                    memo[key] = match(self.rules[node.value], start)  # type: ignore[index]
+                    memo[key] = match(self.rules[node.value], start)
                 return memo[key]
             if kind == "seq":
                 ends = frozenset({start})
-                for child in node.value:  # type: ignore[attr-defined]
+                for child in node.value:
                     ends = frozenset(end for here in ends for end in match(child, here))
                     if not ends:
                         break
                 return ends
             if kind == "alt":
-                return frozenset(end for child in node.value for end in match(child, start))  # type: ignore[attr-defined]
+                return frozenset(end for child in node.value for end in match(child, start))
             if kind == "opt":
-                return match(node.value, start) | {start}  # type: ignore[arg-type]
+                return match(node.value, start) | {start}
             # star / plus: the closure of the child's steps, breadth first.
-            first = match(node.value, start)  # type: ignore[arg-type]
+            first = match(node.value, start)
             reached = set(first)
             frontier = list(first)
             while frontier:
                 here = frontier.pop()
-                for end in match(node.value, here):  # type: ignore[arg-type]
+                for end in match(node.value, here):
                     if end != here and end not in reached:
                         reached.add(end)
                         frontier.append(end)
             return frozenset(reached | ({start} if kind == "star" else set()))
 
-        import sys
+        # Each nesting level of the text (a parenthesis) costs a few frames of match().
         limit = sys.getrecursionlimit()
         sys.setrecursionlimit(max(limit, 20000))
         try:
