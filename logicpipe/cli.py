@@ -72,6 +72,8 @@ def _options(
     price_prompt: Optional[float] = typer.Option(None, "--price-prompt", help="price per million prompt tokens"),
     price_completion: Optional[float] = typer.Option(None, "--price-completion", help="price per million completion tokens"),
     llm_cache: Optional[Path] = typer.Option(None, "--llm-cache", help="SQLite cache of model replies"),
+    constrain: bool = typer.Option(False, "--constrain", help="send the solver language's grammar with each formulate and refine request (grammar-constrained decoding)"),
+    constrain_format: str = typer.Option("gbnf", "--constrain-format", help="how the grammar is sent: gbnf ('grammar' field, llama.cpp) or vllm ('guided_grammar' field)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="discard what an earlier run wrote in OUT/<dataset>/ and start afresh"),
     max_errors: str = typer.Option("10%", "--max-errors", help="model errors a run tolerates before it stops: a count or a percentage of the problems"),
     prompts: Optional[Path] = typer.Option(None, "--prompts", help="folder of prompt templates that replace the shipped ones of the same name"),
@@ -87,13 +89,13 @@ def _options(
 
 # Which options each command shows; the others keep their defaults.
 _WHERE = {"dataset", "task", "split", "out", "data_dir", "limit", "overwrite"}
-_SOLVER = {"workers", "timeout", "memory_mb"}
+_SOLVER = {"workers", "timeout", "memory_mb", "executor", "ray_address"}
 _LLM = {"model", "base_url", "max_concurrency", "temperature", "max_tokens", "llm_timeout", "max_retries",
         "price_prompt", "price_completion", "llm_cache", "max_errors", "prompts"}
 _USES = {
-    "formulate": _WHERE | _LLM | {"programs", "num_samples"},
+    "formulate": _WHERE | _LLM | {"programs", "num_samples", "constrain", "constrain_format"},
     "solve": _WHERE | _SOLVER,
-    "refine": _WHERE | _SOLVER | _LLM | {"max_rounds", "refine_model"},
+    "refine": _WHERE | _SOLVER | _LLM | {"max_rounds", "refine_model", "constrain", "constrain_format"},
     "interpret": _WHERE | _LLM | {"backup", "seed"},  # the model answers by chain of thought for --backup cot
     "evaluate": _WHERE | {"backup", "seed"},  # metrics.json and the summary name the backup interpret used
     "baseline": _WHERE | _LLM,

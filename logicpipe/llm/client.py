@@ -29,6 +29,7 @@ from .cache import Cache, CachedReply
 _RETRY_STATUS = {408, 409, 429}
 # The key, the account or the model is wrong: every other request of the run would fail the same way.
 _FATAL_STATUS = {401, 403, 404}
+_STANDARD_FIELDS = {"model", "messages", "temperature", "max_tokens"}
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
@@ -62,6 +63,10 @@ class Request:
     # X-Logicpipe-* headers, which real servers ignore, so local test servers can route on them.
     purpose: str = ""
     problem: str = ""
+    # A grammar the server constrains decoding with (--constrain), and the body field it goes in:
+    # "grammar" for llama.cpp servers, "guided_grammar" for vLLM.
+    grammar: str | None = None
+    grammar_field: str = "grammar"
 
 
 @dataclass
@@ -122,8 +127,11 @@ def parse_reply(data: bytes) -> CachedReply:
 
 def request_body(model: str, request: Request) -> dict[str, Any]:
     """The chat-completions body for a request (pure, so tests can check what is sent)."""
-    return {"model": model, "messages": request.messages, "temperature": request.temperature,
-            "max_tokens": request.max_tokens}
+    body: dict[str, Any] = {"model": model, "messages": request.messages, "temperature": request.temperature,
+                            "max_tokens": request.max_tokens}
+    if request.grammar is not None:
+        body[request.grammar_field] = request.grammar
+    return body
 
 
 def request_headers(request: Request) -> dict[str, str]:
@@ -241,8 +249,11 @@ class LLMClient:
         """One attempt: the whole body, read up to the size cap, then validated."""
         cap = self.settings.max_reply_bytes
         over = f"the reply is over the {cap}-byte cap"
+        body = request_body(self.settings.model, request)
+        # Fields the openai client does not know (a grammar) travel in extra_body.
+        extra = {key: body.pop(key) for key in list(body) if key not in _STANDARD_FIELDS}
         async with client.chat.completions.with_streaming_response.create(
-                **request_body(self.settings.model, request), extra_headers=request_headers(request)) as response:
+                **body, extra_body=extra or None, extra_headers=request_headers(request)) as response:
             declared = response.headers.get("content-length", "")
             if declared.isdigit() and int(declared) > cap:
                 raise MalformedReply(over)

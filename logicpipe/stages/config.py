@@ -49,6 +49,9 @@ class RunConfig(BaseModel):
     price_prompt: float | None = Field(default=None, ge=0, le=1e6)
     price_completion: float | None = Field(default=None, ge=0, le=1e6)
     llm_cache: Path | None = None
+    # Grammar-constrained decoding of formulate and refine requests (logicpipe/llm/constrain.py).
+    constrain: bool = False
+    constrain_format: Literal["gbnf", "vllm"] = "gbnf"
 
     @field_validator("timeout", "llm_timeout", "temperature", "price_prompt", "price_completion")
     @classmethod

@@ -9,7 +9,9 @@ from pathlib import Path
 from ..core.records import ErrorCategory, FormulateRecord, StageError, stage_error
 from ..core.trajectory import Trajectory
 from ..data import load_programs
+from ..errors import LLMError
 from ..llm import Request
+from ..llm.constrain import check_refusal, field_for, grammar_for
 from ..prompts import extract_program, problem_fields
 from .context import RunContext, StageReport
 from .llmcalls import Result, send, usage
@@ -57,12 +59,16 @@ def _ask(ctx: RunContext, todo: list[Trajectory], write: Write) -> None:
     prompt = ctx.prompts.get(ctx.task.prompt)
     samples = config.num_samples
     by_id = {t.id: t for t in todo}
+    grammar = grammar_for(ctx.task.solver) if config.constrain else None
     requests = [Request(f"{t.id}\x1f{i}", prompt.render(**problem_fields(t.problem)), config.temperature,
-                        config.max_tokens, sample=i, purpose="formulate", problem=t.id)
+                        config.max_tokens, sample=i, purpose="formulate", problem=t.id, grammar=grammar,
+                        grammar_field=field_for(config.constrain_format))
                 for t in todo for i in range(samples)]
     pending: dict[str, dict[int, Result]] = {t.id: {} for t in todo}
 
     def arrived(request: Request, result: Result) -> None:
+        if grammar is not None and isinstance(result, LLMError):
+            check_refusal(result, config.constrain_format)
         pid, index = request.key.rsplit("\x1f", 1)
         pending[pid][int(index)] = result
         if len(pending[pid]) < samples:

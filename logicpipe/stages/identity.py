@@ -17,6 +17,7 @@ from typing import Any
 from .. import __version__
 from ..core.jsonl import write_json_if_changed
 from ..errors import UsageError
+from ..llm.constrain import grammar_hash
 from .context import RunContext
 
 RUN_FILE = "run.json"
@@ -34,7 +35,7 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
             return {"programs": config.programs.name, "programs_sha256": file_sha256(config.programs)}
         return {"model": config.model, "base_url": config.base_url, "temperature": config.temperature,
                 "num_samples": config.num_samples, "max_tokens": config.max_tokens,
-                "prompts": prompts.identity(ctx.task.prompt)}
+                "prompts": prompts.identity(ctx.task.prompt), **_constraint(ctx)}
     if stage == "solve":
         return {"solver": ctx.task.solver, "timeout": config.timeout or ctx.task.timeout,
                 "memory_mb": config.memory_mb}
@@ -43,7 +44,8 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
         if model is None or config.max_rounds == 0:
             return {"model": None}
         return {"model": model, "base_url": config.base_url, "max_rounds": config.max_rounds,
-                "max_tokens": config.max_tokens, "prompts": prompts.identity("refine", f"guide-{ctx.task.solver}")}
+                "max_tokens": config.max_tokens, "prompts": prompts.identity("refine", f"guide-{ctx.task.solver}"),
+                **_constraint(ctx)}
     if stage == "interpret":
         fields: dict[str, Any] = {"backup": config.backup, "seed": config.seed}
         if config.backup == "cot":
@@ -54,6 +56,14 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
         return {"model": config.model, "base_url": config.base_url, "temperature": config.temperature,
                 "max_tokens": config.max_tokens, "prompts": prompts.identity(stage)}
     return {}
+
+
+def _constraint(ctx: RunContext) -> dict[str, Any]:
+    """--constrain changes what a model may write: the grammar and the field it travels in."""
+    if not ctx.config.constrain:
+        return {"constrain": False}
+    return {"constrain": True, "constrain_format": ctx.config.constrain_format,
+            "grammar_sha256": grammar_hash(ctx.task.solver)}
 
 
 def check_identity(ctx: RunContext, stages: list[str]) -> None:

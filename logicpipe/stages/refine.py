@@ -8,7 +8,9 @@ from functools import partial
 
 from ..core.records import REFINABLE, FormulateRecord, stage_error
 from ..core.trajectory import Trajectory, program_sha
+from ..errors import LLMError
 from ..llm import Request
+from ..llm.constrain import check_refusal, field_for, grammar_for
 from ..prompts import extract_program, problem_fields
 from .context import RunContext, StageReport
 from .llmcalls import Result, send, usage
@@ -51,6 +53,8 @@ def _ask(ctx: RunContext, failing: list[Trajectory], model: str, round_: int) ->
     prompt, guide = ctx.prompts.get(PROMPT), ctx.prompts.guide(ctx.task.solver)
     by_id = {t.id: t for t in todo}
     parents: dict[str, str] = {}
+    config = ctx.config
+    grammar = grammar_for(ctx.task.solver) if config.constrain else None
     requests = []
     for trajectory in todo:
         parent, latest = trajectory.latest_program(before=round_), trajectory.latest_solve(before=round_)
@@ -59,12 +63,15 @@ def _ask(ctx: RunContext, failing: list[Trajectory], model: str, round_: int) ->
         parents[trajectory.id] = program_sha(parent)
         messages = prompt.render(program=parent.program or "", error=latest.error.message, guide=guide,
                                  **problem_fields(trajectory.problem))
-        requests.append(Request(trajectory.id, messages, 0.0, ctx.config.max_tokens, purpose="refine",
-                                problem=trajectory.id))
+        requests.append(Request(trajectory.id, messages, 0.0, config.max_tokens, purpose="refine",
+                                problem=trajectory.id, grammar=grammar,
+                                grammar_field=field_for(config.constrain_format)))
     written = 0
 
     def arrived(request: Request, result: Result) -> None:
         nonlocal written
+        if grammar is not None and isinstance(result, LLMError):
+            check_refusal(result, config.constrain_format)
         if isinstance(result, Exception):
             program, error = None, stage_error(result)
         else:

@@ -1,0 +1,41 @@
+"""Grammar-constrained decoding (--constrain): the grammar of a solver's language, in the form the
+endpoint takes, and the one clear stop when an endpoint refuses the field.
+
+llama.cpp servers take GBNF as `"grammar"`. vLLM takes `"guided_grammar"`; its xgrammar backend reads
+the same GBNF notation (EBNF with a `root` rule), so the GBNF text is sent there unchanged.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Literal
+
+from ..errors import LLMError, RunStopped
+from .grammars import load
+
+Format = Literal["gbnf", "vllm"]
+FIELDS: dict[str, str] = {"gbnf": "grammar", "vllm": "guided_grammar"}
+
+
+def grammar_for(solver: str) -> str:
+    return load(solver)
+
+
+def field_for(form: Format) -> str:
+    return FIELDS[form]
+
+
+def grammar_hash(solver: str) -> str:
+    return hashlib.sha256(grammar_for(solver).encode()).hexdigest()
+
+
+def check_refusal(error: LLMError, form: Format) -> None:
+    """A constrained request answered with HTTP 400 is refused for its grammar field (servers name it,
+    or say the grammar does not parse): every request of the run would fail the same way, so the run
+    stops here, never falling back to unconstrained decoding."""
+    message = str(error)
+    if message.startswith("HTTP 400"):
+        raise RunStopped(f"the endpoint refused a constrained request (the '{field_for(form)}' field that "
+                         f"--constrain sends with --constrain-format {form}): {message}; run without "
+                         "--constrain, or pick the --constrain-format this server takes (gbnf: llama.cpp, "
+                         "vllm: vLLM)")

@@ -1,0 +1,172 @@
+"""Each language's grammar accepts what its parser accepts (own programs for every construct, then
+the released Logic-LM programs) and rejects programs the parser rejects for their syntax."""
+
+import json
+
+import pytest
+
+from logicpipe.errors import ProgramParseError
+from logicpipe.llm.grammars import LANGUAGES, load
+from logicpipe.solvers import get_solver
+from tests.llm.gbnf import Recogniser
+
+LP = """Predicates:
+Big($x, bool) ::: Is x big?
+Facts:
+Big(Anne, True) ::: Anne is big.
+  Red('Mr Smith', False)
+Kind(the old dog, True)
+Rules:
+Big($x, True) && Red($x, False) >>> Kind($x, True) ::: a rule
+not Big($x, True) >>> ~Red($x, True) && ¬Kind($x, False)
+Not(Big($x, True)) >>> !Round($x, True)
+Query:
+Kind(Anne, False)
+Answer: the program ignores this line
+"""
+FOL = """Predicates:
+Big(x) ::: x is big
+Owns(x, y)
+Premises:
+∀x (Big(x) → Red(x)) ::: all big things are red
+all x. (Red(x) & -Small(x)) -> Kind(x)
+exists x, y (Owns(x, y) ∧ x ≠ y)
+∃x ∀y (Owns(x, father(y)) ⊕ ¬Owns(y, x))
+Big("Mr Smith") ∨ Big(bob’s_dog) || [Small(8pm) <-> Red(2000)]
+Big(anne) xor Red(anne) implies Kind(anne) iff a = b
+
+Conclusion:
+Kind(anne) ::: Anne is kind
+Answer: True
+"""
+CSP = """Domain:
+1: leftmost
+3: rightmost
+Variables:
+red [IN] [1, 2, 3]
+blue [IN] range(1, 4)
+green [IN] ['a', "b", True]
+Constraints:
+red < blue ::: red is left of blue
+AllDifferentConstraint([red, blue])
+abs(red - blue) == 1 and not (red in [1, 2]) or max(red, blue) // 2 % 3 != -1
+Query:
+A) red == 1 ::: option A
+(B) blue >= 2
+"""
+SMT = """# Declarations
+people = EnumSort([Ann, Bob, 'Cy'])
+days = IntSort([1, 2, -3])
+works = Function([people] -> [days])
+likes = Function([people, people] -> [bool])
+# a plain comment line
+
+# Constraints
+ForAll([p:people], works(p) != 3) ::: nobody works on day 3
+Distinct([p:people], works(p))
+Count([p:people, q:people], likes(p, q)) >= 2 and Implies(likes(Ann, Bob), works(Ann) in [1, 2])
+Sum([works(Ann), works(Bob)][0:1]) == If(Not(Xor(True, False)), 1, 0)
+
+# Options
+Question ::: Which is true?
+is_valid(works(Ann) == 1) ::: (A)
+is_sat(Exists([p:people], works(p) == 2)) ::: (B)
+is_unsat(works(Bob) == works(Cy))
+is_accurate_list([works(Ann) == 1, works(Ann) == 2])
+is_exception(is_sat(likes(Bob, Cy)))
+"""
+PROGRAMS = {"lp": LP, "fol": FOL, "csp": CSP, "smt": SMT}
+# Small syntax errors the parsers reject, one per line shape.
+BROKEN = {
+    "lp": [LP.replace("Big(Anne, True)", "Big(Anne, True"), LP.replace("Query:", "Query"),
+           LP.replace("Big($x, True) && Red", "Big($x, True) & Red"), LP.replace("Kind(Anne, False)", "Kind()"),
+           LP.replace("Red('Mr Smith', False)", "Red(Mr-Smith, False)"), LP.replace(" >>> Kind", " >> Kind")],
+    "fol": [FOL.replace("∀x (Big(x) → Red(x))", "∀x (Big(x) → Red(x)"), FOL.replace("Kind(anne) :::", "Kind(anne) > 1 :::"),
+            FOL.replace("exists x, y (", "exists x, y {"), FOL.replace("Conclusion:", "Conclusion"),
+            FOL.replace("-Small(x)", "-Small(x) $")],
+    "csp": [CSP.replace("red < blue", "red < < blue"), CSP.replace("[1, 2, 3]", "[1, 2, 3"),
+            CSP.replace("A) red == 1", "A. red == 1"), CSP.replace("red < blue", "red = blue"),
+            CSP.replace("// 2", "/ 2"), CSP.replace("blue [IN] range", "blue IN range")],
+    "smt": [SMT.replace("works(p) != 3)", "works(p) != 3"), SMT.replace("is_valid(works", "is_valid works"),
+            SMT.replace("# Declarations", "Declarations"), SMT.replace("Distinct(", "Distinct(("),
+            SMT.replace("likes(p, q)) >= 2", "likes(p, q)) => 2"), SMT.replace("Question ::: Which", "Which")],
+}
+
+
+@pytest.fixture(scope="module")
+def recognisers():
+    return {language: Recogniser(load(language)) for language in LANGUAGES}
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_own_programs_of_every_construct_are_accepted_by_parser_and_grammar(language, recognisers):
+    get_solver(language).parse(PROGRAMS[language])
+    assert recognisers[language].accepts(PROGRAMS[language])
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_broken_own_programs_are_rejected_by_parser_and_grammar(language, recognisers):
+    for text in BROKEN[language]:
+        assert text != PROGRAMS[language]
+        with pytest.raises(ProgramParseError):
+            get_solver(language).parse(text)
+        assert not recognisers[language].accepts(text), text
+
+
+def test_each_grammar_is_self_contained_and_starts_at_root():
+    for language in LANGUAGES:
+        grammar = load(language)
+        assert "root ::=" in grammar and "# include:" in grammar.splitlines()[0]
+    with pytest.raises(ValueError, match="no grammar"):
+        load("prolog")
+
+
+RELEASED = {"lp": ["ProntoQA", "ProofWriter"], "fol": ["FOLIO"], "csp": ["LogicalDeduction"], "smt": ["AR-LSAT"]}
+# A parser error of one of these kinds is about the program's syntax (not its names, types or meaning).
+_SYNTAX = ("syntax error", "unexpected character", "expected ", "missing ")
+
+
+def _released(data_dir, language):
+    for dataset in RELEASED[language]:
+        for model in ("gpt-4", "text-davinci-003"):
+            for record in json.loads((data_dir / "programs" / f"{dataset}_dev_{model}.json").read_text()):
+                if record.get("raw_logic_programs"):
+                    # As extract_program hands a reply's program to the solver: stripped, one final newline.
+                    yield record["id"], record["raw_logic_programs"][0].strip() + "\n"
+
+
+def _check_released(data_dir, language, recognisers, every):
+    solver, recogniser = get_solver(language), recognisers[language]
+    accepted, syntax_rejects, missed, let_through = 0, 0, [], []
+    for index, (problem, text) in enumerate(_released(data_dir, language)):
+        if index % every:
+            continue
+        try:
+            solver.parse(text)
+        except ProgramParseError as exc:
+            message = str(exc).split(": ", 1)[-1] if str(exc).startswith("line") else str(exc)
+            if message.startswith(_SYNTAX):
+                syntax_rejects += 1
+                if recogniser.accepts(text):
+                    let_through.append((problem, str(exc)))
+            continue
+        accepted += 1
+        if not recogniser.accepts(text):
+            missed.append(problem)
+    assert accepted > 0
+    assert missed == [], f"the {language} grammar rejects programs its parser accepts"
+    assert let_through == [], f"the {language} grammar accepts programs with syntax errors"
+    return accepted, syntax_rejects
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_released_programs_sample(language, recognisers, data_dir):
+    """Every fifth released program (the whole set runs under -m slow)."""
+    _check_released(data_dir, language, recognisers, every=5)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_released_programs_all(language, recognisers, data_dir):
+    accepted, syntax_rejects = _check_released(data_dir, language, recognisers, every=1)
+    print(f"{language}: {accepted} accepted by parser and grammar, {syntax_rejects} syntax rejects rejected by both")
