@@ -81,10 +81,15 @@ def _options(
     try:
         return RunConfig(**{k: v for k, v in locals().items()})
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(map(str, first["loc"])).replace("_", "-")
-        message = str(first["msg"]).removeprefix("Value error, ")
-        raise LogicPipeError(f"invalid option{' --' + where if where else ''}: {message}") from None
+        raise _invalid(exc) from None
+
+
+def _invalid(exc: ValidationError) -> LogicPipeError:
+    """One line for options that a config model refused."""
+    first = exc.errors()[0]
+    where = ".".join(map(str, first["loc"])).replace("_", "-")
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return LogicPipeError(f"invalid option{' --' + where if where else ''}: {message}")
 
 
 # Which options each command shows; the others keep their defaults.
@@ -97,7 +102,7 @@ _USES = {
     "solve": _WHERE | _SOLVER,
     "refine": _WHERE | _SOLVER | _LLM | {"max_rounds", "refine_model", "constrain", "constrain_format"},
     "interpret": _WHERE | _LLM | {"backup", "seed"},  # the model answers by chain of thought for --backup cot
-    "evaluate": _WHERE | {"backup", "seed"},  # metrics.json and the summary name the backup interpret used
+    "evaluate": _WHERE,  # metrics.json names the backup interpret used, from run.json
     "baseline": _WHERE | _LLM,
 }
 
@@ -334,6 +339,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(4)
     except LogicPipeError as exc:
         _fail(exc)
+        sys.exit(2)
+    except ValidationError as exc:  # a config built by a command other than the run commands
+        _fail(_invalid(exc))
         sys.exit(2)
     except Exception as exc:  # noqa: BLE001 - the last boundary: one line, records already written stay
         if os.environ.get("LOGICPIPE_DEBUG"):

@@ -242,6 +242,8 @@ class WorkerPool:
             for worker in self._workers:
                 self._feed(worker, pending)
             busy = [w for w in self._workers if w.queue]
+            if not busy:  # every send failed (workers died): they are replaced on the next pass
+                continue
             next_deadline = min(w.clock + w.queue[0].task.timeout for w in busy)
             timeout = max(0.0, next_deadline - time.monotonic())
             if open_:  # look for newly arrived tasks now and then

@@ -50,7 +50,7 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
         fields: dict[str, Any] = {"backup": config.backup, "seed": config.seed}
         if config.backup == "cot":
             fields.update(model=config.model, base_url=config.base_url, temperature=config.temperature,
-                          prompts=prompts.identity("cot"))
+                          max_tokens=config.max_tokens, prompts=prompts.identity("cot"))
         return fields
     if stage in ("standard", "cot"):
         return {"model": config.model, "base_url": config.base_url, "temperature": config.temperature,
@@ -66,8 +66,9 @@ def _constraint(ctx: RunContext) -> dict[str, Any]:
             "grammar_sha256": grammar_hash(ctx.task.solver)}
 
 
-def check_identity(ctx: RunContext, stages: list[str]) -> None:
-    """Refuse a run whose options differ from what made the directory's records; then record them."""
+def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
+    """Refuse a run whose options differ from what made the directory's records; then record them and
+    return the directory's whole identity."""
     stage_dir = ctx.store.stage_dir
     wanted: dict[str, Any] = {"dataset": ctx.task.dataset, "split": ctx.task.split, "limit": ctx.config.limit,
                               "logicpipe": __version__, "stages": {}}
@@ -84,9 +85,12 @@ def check_identity(ctx: RunContext, stages: list[str]) -> None:
               if key in recorded and recorded[key] != wanted.get(key)]
     stages_then = recorded.get("stages", {})
     wanted["stages"] = dict(stages_then)
-    for stage in stages:
+    # Refinement solves its repairs with the solve stage's limits, so it answers to those too.
+    for stage in [*stages, *(["solve"] if "refine" in stages and "solve" not in stages else [])]:
         now = stage_identity(ctx, stage)
         then = stages_then.get(stage)
+        if stage == "refine" and then == {"model": None} and not any(stage_dir.glob("refine-*.jsonl")):
+            then = None  # nothing was refined yet: a run may now add a refinement model
         if then is not None:
             differ += [f"{stage}.{key}" for key in sorted(set(now) | set(then)) if now.get(key) != then.get(key)]
         wanted["stages"][stage] = now
@@ -95,6 +99,7 @@ def check_identity(ctx: RunContext, stages: list[str]) -> None:
                          "re-run with the same options to resume, or pass --overwrite to start afresh")
     if wanted != recorded:
         write_json_if_changed(path, wanted)
+    return wanted
 
 
 def clear(stage_dir: Path) -> None:

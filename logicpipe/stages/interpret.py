@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..core.records import (
@@ -32,15 +33,24 @@ def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
     inputs = [t for t in trajectories if t.latest_solve() is not None]
     todo = [t for t in inputs if t.interpreted is None or t.interpreted.retry()]
     mapped = {t.id: _map(ctx, t) for t in todo}
-    cot: dict[str, Answer] = {}
-    if ctx.config.backup == "cot":
-        unexecuted = [t.problem for t in todo if not executed(mapped[t.id][1])]
-        cot = ask(ctx, unexecuted, "cot")
-    for count, trajectory in enumerate(todo, start=1):
-        record = _interpret(ctx, trajectory, *mapped[trajectory.id], cot.get(trajectory.id))
+    by_id = {t.id: t for t in todo}
+    written = 0
+
+    def write(trajectory: Trajectory, cot: Answer | None) -> None:
+        nonlocal written
+        record = _interpret(ctx, trajectory, *mapped[trajectory.id], cot)
         stage.write(record)
         trajectory.interpreted = record
-        ctx.progress(NAME, count, len(todo))
+        written += 1
+        ctx.progress(NAME, written, len(todo))
+
+    asking = [t for t in todo if ctx.config.backup == "cot" and not executed(mapped[t.id][1])]
+    asked = {t.id for t in asking}
+    for trajectory in todo:
+        if trajectory.id not in asked:
+            write(trajectory, None)
+    # Each chain-of-thought answer is written as it arrives, so a stopped run keeps those it got.
+    ask(ctx, [t.problem for t in asking], "cot", lambda pid, answer: write(by_id[pid], answer))
     stage.finish([t.id for t in inputs])
     return [StageReport(NAME, len(inputs), len(todo), time.monotonic() - start)]
 
@@ -82,25 +92,24 @@ class Answer:
     error: StageError | None
 
 
-def ask(ctx: RunContext, problems: list[Problem], prompt_id: str) -> dict[str, Answer]:
-    """One Standard or chain-of-thought answer per problem (baselines and the `cot` backup)."""
+def ask(ctx: RunContext, problems: list[Problem], prompt_id: str, answered: Callable[[str, Answer], None]) -> None:
+    """One Standard or chain-of-thought answer per problem (baselines and the `cot` backup), handed to
+    `answered` as each one arrives."""
     model = ctx.config.model
     if not problems or model is None:
-        return {}
+        return
     prompt = ctx.prompts.get(prompt_id)
-    answers: dict[str, Answer] = {}
     by_id = {p.id: p for p in problems}
 
     def arrived(request: Request, result: Result) -> None:
         if isinstance(result, Exception):
-            answers[request.key] = Answer(None, usage([result]), stage_error(result))
+            answered(request.key, Answer(None, usage([result]), stage_error(result)))
             return
         choice = extract_choice(result.text, sorted(option_letters(by_id[request.key].options)))
         error = None if choice else StageError(category=ErrorCategory.no_answer,
                                                message="the reply names no option letter")
-        answers[request.key] = Answer(choice, usage([result]), error)
+        answered(request.key, Answer(choice, usage([result]), error))
 
     requests = [Request(p.id, prompt.render(**problem_fields(p)), ctx.config.temperature, ctx.config.max_tokens,
                         purpose=prompt_id, problem=p.id) for p in problems]
     send(ctx, model, requests, arrived)
-    return answers

@@ -85,10 +85,14 @@ def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet)
     if config.out.exists() and not config.out.is_dir():
         raise UsageError(f"--out {config.out} is a file, not a directory")
     _need_upstream(ctx, stages)
+    if config.overwrite and "formulate" not in stages:
+        raise UsageError("--overwrite starts a run afresh: give it to `run` or `formulate`, not to a later stage")
     with DirectoryLock(stage_dir):
         if config.overwrite:
             clear(stage_dir)
-        check_identity(ctx, stages)
+        answered = check_identity(ctx, stages)["stages"].get("interpret")
+        if answered and "interpret" not in stages:  # metrics name the backup interpret used, not a default
+            ctx.config = config.model_copy(update={"backup": answered["backup"], "seed": answered["seed"]})
         try:
             trajectories = load_trajectories(ctx.store, problems)
             reports: list[StageReport] = []
@@ -144,13 +148,18 @@ def _answer(ctx: RunContext, trajectories: list[Trajectory], mode: str) -> Stage
     for trajectory in trajectories:
         trajectory.interpreted = stage.done.get(trajectory.id)
     todo = [t for t in trajectories if t.interpreted is None or t.interpreted.retry()]
-    answers = interpret.ask(ctx, [t.problem for t in todo], mode)
-    for count, trajectory in enumerate(todo, start=1):
-        answer = answers[trajectory.id]
-        record = InterpretRecord(id=trajectory.id, predicted=answer.choice, executed=answer.choice is not None,
+    by_id = {t.id: t for t in todo}
+    written = 0
+
+    def answered(pid: str, answer: interpret.Answer) -> None:  # written as it arrives: a stop keeps it
+        nonlocal written
+        record = InterpretRecord(id=pid, predicted=answer.choice, executed=answer.choice is not None,
                                  final=answer.choice, error=answer.error, usage=answer.usage)
         stage.write(record)
-        trajectory.interpreted = record
-        ctx.progress(mode, count, len(todo))
+        by_id[pid].interpreted = record
+        written += 1
+        ctx.progress(mode, written, len(todo))
+
+    interpret.ask(ctx, [t.problem for t in todo], mode, answered)
     stage.finish([t.id for t in trajectories])
     return StageReport(mode, len(trajectories), len(todo), time.monotonic() - start)

@@ -11,12 +11,15 @@ from typing import Any
 
 from ..core.records import ErrorCategory, SolveRecord, StageError
 from ..core.trajectory import Trajectory, program_sha
+from ..errors import RunStopped
 from ..isolation import Fetch, Outcome, Task, fixed
 from ..run import make_executor
 from ..solvers import SolverOutcome
 from .context import RunContext, Stage, StageReport
 
 NAME = "solve"
+# How long a failed run waits for the model side to notice before it gives up its directory.
+_HALT_SECONDS = 30.0
 
 
 def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
@@ -46,11 +49,23 @@ def overlapped(ctx: RunContext, trajectories: list[Trajectory], round_: int, pro
         finally:
             arrivals.put(None)
 
-    ctx.on_program = arrivals.put
+    halted = threading.Event()
+
+    def ready(trajectory: Trajectory) -> None:
+        if halted.is_set():  # the solving side failed: stop the model's requests too
+            raise RunStopped("stopped: the solver side of the run failed")
+        arrivals.put(trajectory)
+
+    ctx.on_program = ready
     thread = threading.Thread(target=producer, name=f"model-round-{round_}", daemon=True)
     thread.start()
     try:
         solved = solve_round(ctx, trajectories, round_, arrivals)
+    except BaseException:
+        # Nothing may write after the run lets go of its directory: the next reply stops the model side.
+        halted.set()
+        thread.join(_HALT_SECONDS)
+        raise
     finally:
         ctx.on_program = None
     thread.join()

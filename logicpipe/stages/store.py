@@ -49,7 +49,8 @@ def load_trajectories(store: Store, problems: list[Problem]) -> list[Trajectory]
         trajectory.formulated = record
         _take_solve(trajectory, solved.get(trajectory.id), record, 0)
     round_ = 1
-    while store.exists(f"solve-{round_}"):
+    # A round whose repairs were written but none solved yet (a killed run) still counts.
+    while store.exists(f"refine-{round_}") or store.exists(f"solve-{round_}"):
         refined = store.file(f"refine-{round_}", FormulateRecord).done
         solved = store.file(f"solve-{round_}", SolveRecord).done
         for trajectory in trajectories:

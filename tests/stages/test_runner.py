@@ -188,3 +188,31 @@ def test_bad_problem_ids_and_program_text_are_clear_errors_or_safe_records(data_
     assert done.returncode == 0, done.stderr
     formulated = records(tmp_path / "out" / "logicaldeduction" / "formulate.jsonl")
     assert formulated[0]["program"].endswith("# \ufffd\n") or formulated[0]["program"].endswith("# \ufffd")
+
+
+def test_overwrite_belongs_to_a_run_and_evaluate_names_the_backup_interpret_used(data_dir, tmp_path):
+    assert replay(data_dir, tmp_path, "--limit", "3", "--backup", "none").returncode == 0
+    stage_dir = tmp_path / "logicaldeduction"
+    before = {p.name: p.read_bytes() for p in stage_dir.iterdir()}
+    line = one_line(cli("evaluate", "-d", "ld", "--data-dir", str(data_dir), "--out", str(tmp_path), "--limit", "3",
+                        "--overwrite"))
+    assert "--overwrite starts a run afresh" in line
+    assert {p.name: p.read_bytes() for p in stage_dir.iterdir()} == before
+    done = cli("evaluate", "-d", "ld", "--data-dir", str(data_dir), "--out", str(tmp_path), "--limit", "3")
+    assert done.returncode == 0, done.stderr
+    assert json.loads((stage_dir / "metrics.json").read_text())["backup"] == "none"
+
+
+def test_a_finished_replay_can_add_a_refinement_model_later(data_dir, tmp_path):
+    source = json.loads((data_dir / "programs" / LD).read_text())[:2]
+    broken = [{**source[0], "raw_logic_programs": ["Variables:\nx [IN] [1, 2]\nConstraints:\nx >>> 1\n"]}, source[1]]
+    (tmp_path / "programs.json").write_text(json.dumps(broken))
+    args = ["run", "-d", "ld", "--data-dir", str(data_dir), "--out", str(tmp_path / "out"), "--limit", "2",
+            "--programs", str(tmp_path / "programs.json")]
+    assert cli(*args).returncode == 0
+    repairs = {"x >>> 1": source[0]["raw_logic_programs"][0]}
+    with FakeOpenAI(ScriptedReplies({}, repairs=repairs)) as fake:
+        done = cli(*args, "--refine-model", "m", "--base-url", fake.url, "--max-rounds", "1")
+        assert done.returncode == 0, done.stderr
+    interpreted = records(tmp_path / "out" / "logicaldeduction" / "interpret.jsonl")
+    assert [r["executed"] for r in interpreted] == [True, True] and interpreted[0]["round"] == 1
