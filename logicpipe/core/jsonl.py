@@ -16,8 +16,9 @@ from ..errors import DataError
 M = TypeVar("M", bound=BaseModel)
 # No line may be larger than this: a record that would be is stored without its explanation.
 MAX_RECORD_BYTES = 4 * 1024 * 1024
+_TAIL_BLOCK = 64 * 1024
 _MAX_INT = 2**63
-_SURROGATE = re.compile("[\ud800-\udfff]")
+LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # text no JSON reader or UTF-8 encoder takes
 
 
 def encode_record(record: BaseModel) -> bytes:
@@ -40,7 +41,7 @@ def encode_record(record: BaseModel) -> bytes:
 
 def _safe(value: object) -> object:
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return LONE_SURROGATE.sub("\ufffd", value)
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
@@ -80,14 +81,28 @@ def _parse_line(path: Path, number: int, line: bytes, model: type[M]) -> M:
 
 
 def repair_torn_tail(path: Path) -> None:
-    """Cut a partial last line left by a killed writer so that appends start on a fresh line."""
+    """Cut a partial last line left by a killed writer so that appends start on a fresh line. Only the
+    file's tail is read: the reader that came before has read the whole file already."""
     if not path.exists():
         return
-    data = path.read_bytes()
-    if data and not data.endswith(b"\n"):
-        cut = data.rfind(b"\n") + 1
-        with open(path, "r+b") as handle:
-            handle.truncate(cut)
+    with open(path, "r+b") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        if end == 0:
+            return
+        handle.seek(end - 1)
+        if handle.read(1) == b"\n":
+            return
+        position = end
+        while position > 0:
+            start = max(0, position - _TAIL_BLOCK)
+            handle.seek(start)
+            block = handle.read(position - start)
+            newline = block.rfind(b"\n")
+            if newline >= 0:
+                handle.truncate(start + newline + 1)
+                return
+            position = start
+        handle.truncate(0)
 
 
 class Appender:

@@ -32,6 +32,7 @@ class ErrorCategory(str, Enum):
 
 # Categories after which the solver ran the program to the end: Logic-LM counts these as executed.
 EXECUTED_CATEGORIES = {None, ErrorCategory.no_answer}
+
 # Categories a solver produces for a program that refinement can repair.
 REFINABLE = {ErrorCategory.parse, ErrorCategory.execution, ErrorCategory.timeout}
 
@@ -43,6 +44,11 @@ class StageError(BaseModel):
     # True when the failure may go away on a later run (a server outage, rate limits): the next run
     # redoes the record instead of keeping it.
     transient: bool = False
+
+
+def executed(error: StageError | None) -> bool:
+    """Whether the solver ran the program to the end (Logic-LM's "executed")."""
+    return error is None or error.category in EXECUTED_CATEGORIES
 
 
 def stage_error(exc: BaseException) -> StageError:
@@ -103,7 +109,8 @@ class Usage(BaseModel):
 
 
 class FormulateRecord(Record):
-    """A program (or K samples) and its provenance: formulate.jsonl, and refine-N.jsonl for round N."""
+    """A program (or K samples) with its provenance (replay file or model, round, prompt id and hash,
+    the program it repaired): formulate.jsonl, and refine-N.jsonl for round N."""
 
     dataset: str
     program: str | None = None

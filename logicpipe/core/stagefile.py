@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Generic, TypeVar
 
@@ -26,9 +25,6 @@ class StageFile(Generic[R]):
             self._lines.append(record.id)
             self.done[record.id] = record
         self._appender: Appender | None = None
-
-    def missing(self, ids: Iterable[str]) -> list[str]:
-        return [i for i in ids if i not in self.done or self.done[i].retry()]
 
     def write(self, record: R) -> None:
         if self._appender is None:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel
-
 from .records import (
     ErrorCategory,
     EvaluateRecord,
@@ -20,23 +18,6 @@ from .records import (
     SolveRecord,
     text_sha,
 )
-
-
-class Program(BaseModel):
-    """Program text with its provenance."""
-
-    text: str | None
-    samples: list[str]
-    source: str  # replay:<file>, llm:<model> or refine:<model>
-    round: int
-    prompt_id: str | None = None
-    prompt_hash: str | None = None
-    sha: str
-
-    @classmethod
-    def of(cls, record: FormulateRecord) -> Program:
-        return cls(text=record.program, samples=record.samples, source=record.source, round=record.round,
-                   prompt_id=record.prompt_id, prompt_hash=record.prompt_hash, sha=program_sha(record))
 
 
 def program_sha(record: FormulateRecord) -> str:

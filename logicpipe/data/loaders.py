@@ -8,6 +8,7 @@ import io
 import json
 import os
 import string
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -235,9 +236,14 @@ def _options(spec: str | list[str] | None, row: dict) -> list[str]:
 
 def load_programs(path: Path) -> dict[str, str]:
     """id -> first program text. Records without a usable program are left out (they become
-    no_program records in formulate)."""
+    no_program records in formulate). A file is read once for as long as it is unchanged."""
     if not path.exists():
         raise DataError(f"programs file {path} not found")
+    return dict(_programs(path, path.stat().st_mtime_ns, path.stat().st_size))
+
+
+@lru_cache(maxsize=16)
+def _programs(path: Path, mtime_ns: int, size: int) -> dict[str, str]:
     raw = parse_json(read_text(path), str(path))
     if not isinstance(raw, list):
         raise DataError(f"{path}: expected a JSON list of records with 'id' and 'raw_logic_programs'")

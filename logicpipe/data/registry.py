@@ -7,7 +7,7 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Literal
 
@@ -129,10 +129,16 @@ def _read(path: Path) -> dict:
 
 
 def load_task_file(path: Path | str) -> DatasetSpec:
-    """Read and check a task file; every mistake is one line naming the file and the key."""
+    """Read and check a task file; every mistake is one line naming the file and the key. A file is
+    read once for as long as it is unchanged (a run asks for its task many times)."""
     path = Path(path).expanduser()
     if not path.is_file():
         raise UsageError(f"task file {path} not found")
+    return _task_file(path, path.stat().st_mtime_ns, path.stat().st_size)
+
+
+@lru_cache(maxsize=64)
+def _task_file(path: Path, mtime_ns: int, size: int) -> DatasetSpec:
     raw = _read(path)
     try:
         return DatasetSpec.model_validate({**raw, "base": path.resolve().parent})

@@ -13,7 +13,6 @@ import hashlib
 import json
 import os
 import random
-import re
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError
 
+from ..core.jsonl import LONE_SURROGATE
 from ..errors import LLMError, UsageError
 from .cache import Cache, CachedReply
 
@@ -30,7 +30,6 @@ _RETRY_STATUS = {408, 409, 429}
 # The key, the account or the model is wrong: every other request of the run would fail the same way.
 _FATAL_STATUS = {401, 403, 404}
 _STANDARD_FIELDS = {"model", "messages", "temperature", "max_tokens"}
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class MalformedReply(Exception):
@@ -121,7 +120,7 @@ def parse_reply(data: bytes) -> CachedReply:
     usage = reply.usage or _Usage()
     # json.loads joins valid surrogate pairs, so any surrogate left is lone and could not be written
     # as UTF-8 later; it becomes U+FFFD, as a decoder would make of invalid bytes.
-    text = _LONE_SURROGATE.sub("\ufffd", reply.choices[0].message.content)
+    text = LONE_SURROGATE.sub("\ufffd", reply.choices[0].message.content)
     return CachedReply(text=text, prompt_tokens=usage.prompt_tokens, completion_tokens=usage.completion_tokens)
 
 

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import difflib
 import importlib
-import re
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.jsonl import LONE_SURROGATE
 from ..core.records import ErrorCategory, StageError, stage_error
 from ..errors import LogicPipeError, ProgramParseError, UsageError
 from .base import Limits, Solver, SolverResult, map_answer
 
 __all__ = ["Limits", "Solver", "SolverOutcome", "SolverResult", "execute_task", "get_solver", "map_answer"]
 
-_SURROGATE = re.compile("[\ud800-\udfff]")
 _REGISTRY = {
     "csp": "logicpipe.solvers.csp:CSPSolver",
     "lp": "logicpipe.solvers.lp:LPSolver",
@@ -47,7 +46,7 @@ def execute_task(payload: dict[str, Any]) -> SolverOutcome:
     solver = get_solver(payload["solver"])
     limits = Limits(**payload.get("limits", {}))
     text = payload["program"]
-    invalid = _SURROGATE.search(text)
+    invalid = LONE_SURROGATE.search(text)
     if invalid is not None:  # no parser or solver can encode it; say where it is instead of failing there
         line = text.count("\n", 0, invalid.start()) + 1
         column = invalid.start() - text.rfind("\n", 0, invalid.start())

@@ -99,5 +99,7 @@ class RunConfig(BaseModel):
     def stage_dir(self) -> Path:
         return self.out / self.spec.key
 
-    def stage_file(self, stage: str) -> Path:
-        return self.stage_dir / f"{stage}.jsonl"
+    @property
+    def refine_with(self) -> str | None:
+        """The model that repairs programs: --refine-model, else --model; None when rounds are off."""
+        return (self.refine_model or self.model) if self.max_rounds else None

@@ -40,8 +40,8 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
         return {"solver": ctx.task.solver, "timeout": config.timeout or ctx.task.timeout,
                 "memory_mb": config.memory_mb}
     if stage == "refine":
-        model = config.refine_model or config.model
-        if model is None or config.max_rounds == 0:
+        model = config.refine_with
+        if model is None:
             return {"model": None}
         return {"model": model, "base_url": config.base_url, "max_rounds": config.max_rounds,
                 "max_tokens": config.max_tokens, "prompts": prompts.identity("refine", f"guide-{ctx.task.solver}"),

@@ -7,15 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.records import (
-    EXECUTED_CATEGORIES,
-    ErrorCategory,
-    InterpretRecord,
-    Problem,
-    StageError,
-    Usage,
-    stage_error,
-)
+from ..core.records import ErrorCategory, InterpretRecord, Problem, StageError, Usage, executed, stage_error
 from ..core.trajectory import Trajectory
 from ..llm import Request
 from ..prompts import extract_choice, problem_fields
@@ -53,10 +45,6 @@ def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
     ask(ctx, [t.problem for t in asking], "cot", lambda pid, answer: write(by_id[pid], answer))
     stage.finish([t.id for t in inputs])
     return [StageReport(NAME, len(inputs), len(todo), time.monotonic() - start)]
-
-
-def executed(error: StageError | None) -> bool:
-    return error is None or error.category in EXECUTED_CATEGORIES
 
 
 def _map(ctx: RunContext, trajectory: Trajectory) -> tuple[str | None, StageError | None]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..core.records import ErrorCategory, EvaluateRecord, Usage
+from ..core.records import ErrorCategory, EvaluateRecord, Usage, executed
 from ..core.trajectory import Trajectory
 from .config import RunConfig
 
@@ -20,8 +20,8 @@ def _percent(part: int, whole: int) -> float:
 
 def compute_metrics(records: list[EvaluateRecord], config: RunConfig, solver: str) -> dict:
     total = len(records)
-    executed = [r for r in records if r.executed]
-    paper_executed = [r for r in executed if not (solver in _NO_ANSWER_IS_UNEXECUTED and r.error is not None
+    ran = [r for r in records if r.executed]
+    paper_executed = [r for r in ran if not (solver in _NO_ANSWER_IS_UNEXECUTED and r.error is not None
                                                   and r.error.category == ErrorCategory.no_answer)]
     failures = Counter(r.error.category.value for r in records if r.error is not None)
     return {
@@ -29,9 +29,9 @@ def compute_metrics(records: list[EvaluateRecord], config: RunConfig, solver: st
         "split": config.split,
         "source": f"replay:{config.programs.name}" if config.programs else f"llm:{config.model}",
         "total": total,
-        "executed": len(executed),
-        "exe_rate": _percent(len(executed), total),
-        "exe_acc": _percent(sum(r.correct_executed for r in executed), len(executed)),
+        "executed": len(ran),
+        "exe_rate": _percent(len(ran), total),
+        "exe_acc": _percent(sum(r.correct_executed for r in ran), len(ran)),
         "exe_rate_logiclm": _percent(len(paper_executed), total),
         "exe_acc_logiclm": _percent(sum(r.correct_executed for r in paper_executed), len(paper_executed)),
         "correct": sum(r.correct for r in records),
@@ -53,8 +53,7 @@ def model_metrics(config: RunConfig, trajectories: list[Trajectory]) -> dict:
     rounds = max((t.rounds() for t in trajectories), default=0)
     if rounds:
         first = [t.solved[0] for t in trajectories if 0 in t.solved]
-        executed = sum(r.error is None or r.error.category == ErrorCategory.no_answer for r in first)
-        extra["exe_rate_before_refinement"] = _percent(executed, len(first))
+        extra["exe_rate_before_refinement"] = _percent(sum(executed(r.error) for r in first), len(first))
         extra["refinement_rounds"] = rounds
     usages = []
     for trajectory in trajectories:

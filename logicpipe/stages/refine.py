@@ -19,14 +19,10 @@ from .solve import overlapped
 PROMPT = "refine"
 
 
-def model_of(ctx: RunContext) -> str | None:
-    return ctx.config.refine_model or ctx.config.model
-
-
 def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
-    model = model_of(ctx)
-    if model is None or ctx.config.max_rounds == 0:
-        why = "no model (give --model or --refine-model)" if model is None else "--max-rounds is 0"
+    model = ctx.config.refine_with
+    if model is None:
+        why = "--max-rounds is 0" if ctx.config.max_rounds == 0 else "no model (give --model or --refine-model)"
         return [StageReport("refine", 0, 0, 0.0, note=f"nothing refined: {why}")]
     reports = []
     for round_ in range(1, ctx.config.max_rounds + 1):

@@ -58,7 +58,7 @@ def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompt
             prompts.get(task.prompt)
     if "solve" in stages or "refine" in stages:
         get_solver(task.solver).check()
-    if "refine" in stages and (config.refine_model or config.model) and config.max_rounds:
+    if "refine" in stages and config.refine_with:
         prompts.get("refine")
     if config.backup == "cot" and "interpret" in stages:
         prompts.get("cot")

@@ -84,7 +84,8 @@ def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int,
     stage = ctx.store.file(name, SolveRecord)
     base: dict[str, Any] = {"dataset": ctx.task.dataset, "solver": ctx.task.solver, "round": round_}
     timeout = ctx.config.timeout or ctx.task.timeout
-    total = len(trajectories) if arrivals is not None else sum(_due(t, round_) for t in trajectories)
+    # Streaming, programs still to be written count too; what an earlier run solved does not.
+    total = sum(_due(t, round_) or (arrivals is not None and t.source(round_) is None) for t in trajectories)
     done = 0
     expected: dict[str, int] = {}
     shas: dict[str, str] = {}

@@ -43,7 +43,7 @@ def test_transient_failures_are_missing_and_the_newer_record_wins(tmp_path):
     stage.write(answer("c", backup_error=outage))
     stage.finish(["a", "b", "c"])
     reread = StageFile(path, InterpretRecord)
-    assert reread.missing(["a", "b", "c"]) == ["a", "c"]
+    assert [i for i, record in reread.done.items() if record.retry()] == ["a", "c"]
     reread.write(answer("a", final="B"))
     reread.finish(["a", "b", "c"])
     assert StageFile(path, InterpretRecord).done["a"].final == "B" and len(lines(path)) == 3
@@ -61,3 +61,16 @@ def test_a_torn_last_line_is_dropped_and_repaired(tmp_path):
     stage.write(answer("b"))
     stage.finish(["a", "b"])
     assert len(lines(path)) == 2 and StageFile(path, InterpretRecord).done["b"].final == "A"
+
+
+def test_a_torn_tail_longer_than_a_read_block_is_cut_at_the_last_whole_record(tmp_path):
+    from logicpipe.core.jsonl import repair_torn_tail
+
+    path = tmp_path / "interpret.jsonl"
+    whole = answer("a").model_dump_json() + "\n"
+    path.write_text(whole + '{"id": "b", "explanation": "' + "x" * 200_000)
+    repair_torn_tail(path)
+    assert path.read_text() == whole
+    path.write_text("x" * 100_000)  # no whole record at all
+    repair_torn_tail(path)
+    assert path.read_bytes() == b""
