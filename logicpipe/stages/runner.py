@@ -4,6 +4,7 @@ the stages in order, and owns the run's directory (lock, identity, --overwrite).
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..core.records import InterpretRecord, Problem
@@ -81,28 +82,41 @@ def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet)
     if unknown:
         raise UsageError(f"unknown stage {unknown[0]!r}; choose from {', '.join(PIPELINE)}")
     ctx, problems = open_context(config, stages, progress)
-    stage_dir = ctx.store.stage_dir
     if config.out.exists() and not config.out.is_dir():
         raise UsageError(f"--out {config.out} is a file, not a directory")
     _need_upstream(ctx, stages)
     if config.overwrite and "formulate" not in stages:
         raise UsageError("--overwrite starts a run afresh: give it to `run` or `formulate`, not to a later stage")
-    with DirectoryLock(stage_dir):
-        if config.overwrite:
-            clear(stage_dir)
-        answered = check_identity(ctx, stages)["stages"].get("interpret")
+
+    def work(trajectories: list[Trajectory], identity: dict) -> list[StageReport]:
+        answered = identity["stages"].get("interpret")
         if answered and "interpret" not in stages:  # metrics name the backup interpret used, not a default
             ctx.config = config.model_copy(update={"backup": answered["backup"], "seed": answered["seed"]})
+        reports: list[StageReport] = []
+        names = [s for s in PIPELINE if s in stages]
+        if names[:2] == ["formulate", "solve"] and config.programs is None:
+            # A model writes the programs: solve each one as it arrives.
+            reports += solve.overlapped(ctx, trajectories, 0, formulate.run)
+            names = names[2:]
+        for name in names:
+            reports += PIPELINE[name](ctx, trajectories)
+        return reports
+
+    return _hold(ctx, problems, stages, work)
+
+
+def _hold(ctx: RunContext, problems: list[Problem], identity: list[str],
+          work: Callable[[list[Trajectory], dict], list[StageReport]]) -> RunReport:
+    """Run `work` while holding the dataset directory: its lock, --overwrite, the identity of the stages
+    named, the trajectories rebuilt from its files, and those files closed afterwards."""
+    stage_dir = ctx.store.stage_dir
+    with DirectoryLock(stage_dir):
+        if ctx.config.overwrite:
+            clear(stage_dir)
+        recorded = check_identity(ctx, identity)
         try:
             trajectories = load_trajectories(ctx.store, problems)
-            reports: list[StageReport] = []
-            names = [s for s in PIPELINE if s in stages]
-            if names[:2] == ["formulate", "solve"] and config.programs is None:
-                # A model writes the programs: solve each one as it arrives.
-                reports += solve.overlapped(ctx, trajectories, 0, formulate.run)
-                names = names[2:]
-            for name in names:
-                reports += PIPELINE[name](ctx, trajectories)
+            reports = work(trajectories, recorded)
         finally:
             ctx.store.close()
     return RunReport(ctx.metrics, reports, trajectories, dict(ctx.store.reads))
@@ -130,16 +144,8 @@ def baseline(config: RunConfig, mode: str, progress: Progress = quiet) -> RunRep
     config = config.model_copy(update={"out": config.out / f"baseline-{mode}", "backup": "none", "programs": None})
     ctx, problems = open_context(config, [], progress)
     ctx.prompts.get(mode)
-    with DirectoryLock(ctx.store.stage_dir):
-        if config.overwrite:
-            clear(ctx.store.stage_dir)
-        check_identity(ctx, [mode])
-        try:
-            trajectories = load_trajectories(ctx.store, problems)
-            reports = [_answer(ctx, trajectories, mode), *evaluate.run(ctx, trajectories)]
-        finally:
-            ctx.store.close()
-    return RunReport(ctx.metrics, reports, trajectories, dict(ctx.store.reads))
+    return _hold(ctx, problems, [mode],
+                 lambda trajectories, _identity: [_answer(ctx, trajectories, mode), *evaluate.run(ctx, trajectories)])
 
 
 def _answer(ctx: RunContext, trajectories: list[Trajectory], mode: str) -> StageReport:
