@@ -67,6 +67,7 @@ def _options(
     max_tokens: int = typer.Option(2048, "--max-tokens", help="most tokens the model may write per reply"),
     max_rounds: int = typer.Option(3, "--max-rounds", help="self-refinement rounds (0: none)"),
     refine_model: Optional[str] = typer.Option(None, "--refine-model", help="model for refinement (default: --model)"),
+    refine: str = typer.Option("error", "--refine", help="error: repair programs that fail; semantic: also revise those that execute, keeping a revision only if the model judges it more faithful (Logic-LM++)"),
     llm_timeout: float = typer.Option(120.0, "--llm-timeout", help="seconds per model request"),
     max_retries: int = typer.Option(5, "--max-retries", help="retries per model request"),
     price_prompt: Optional[float] = typer.Option(None, "--price-prompt", help="price per million prompt tokens"),
@@ -100,7 +101,7 @@ _LLM = {"model", "base_url", "max_concurrency", "temperature", "max_tokens", "ll
 _USES = {
     "formulate": _WHERE | _LLM | {"programs", "num_samples", "constrain", "constrain_format"},
     "solve": _WHERE | _SOLVER,
-    "refine": _WHERE | _SOLVER | _LLM | {"max_rounds", "refine_model", "constrain", "constrain_format"},
+    "refine": _WHERE | _SOLVER | _LLM | {"max_rounds", "refine_model", "refine", "constrain", "constrain_format"},
     "interpret": _WHERE | _LLM | {"backup", "seed"},  # the model answers by chain of thought for --backup cot
     "evaluate": _WHERE,  # metrics.json names the backup interpret used, from run.json
     "baseline": _WHERE | _LLM,
@@ -160,7 +161,8 @@ def _report(stages: list[str], config: RunConfig) -> None:
 
 _DOCS = {"formulate": "Write one program per problem (replayed with --programs, or by --model).",
          "solve": "Parse and execute each program with the dataset's solver.",
-         "refine": "Send failed programs and the solver's error back to the model, up to --max-rounds.",
+         "refine": "Send failed programs and the solver's error back to the model, up to --max-rounds "
+                   "(--refine semantic: also revise programs that execute).",
          "interpret": "Map solver verdicts to option letters; back up what did not execute.",
          "evaluate": "Score against gold answers; write evaluate.jsonl and metrics.json."}
 for _name in PIPELINE:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from enum import Enum
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -35,6 +35,9 @@ EXECUTED_CATEGORIES = {None, ErrorCategory.no_answer}
 
 # Categories a solver produces for a program that refinement can repair.
 REFINABLE = {ErrorCategory.parse, ErrorCategory.execution, ErrorCategory.timeout}
+
+# The source of a semantic revision's record begins with this (a repair's with "refine:").
+REVISE_SOURCE = "revise:"
 
 
 class StageError(BaseModel):
@@ -126,6 +129,11 @@ class FormulateRecord(Record):
     def programs(self) -> list[str]:
         return self.samples or ([self.program] if self.program else [])
 
+    def revision(self) -> bool:
+        """Whether this is a semantic revision of a program that executed (--refine semantic), which
+        stands only once it wins its comparison, rather than a repair of a failed one."""
+        return self.source.startswith(REVISE_SOURCE)
+
 
 class SolveRecord(Record):
     dataset: str
@@ -144,6 +152,30 @@ class SolveRecord(Record):
         if data.get("node") is None:
             data.pop("node", None)
         return data
+
+
+# Why semantic refinement kept or replaced a program: the revision won or lost the comparison, it did not
+# execute, it was the same program, its request failed, or the comparison's reply named no winner.
+Outcome = Literal["won", "lost", "not_executed", "unchanged", "no_revision", "no_winner"]
+
+
+class DecisionRecord(Record):
+    """Semantic refinement's verdict on round N's revision of one program (compare-N.jsonl): whether it
+    replaced the program it revises and why. A failed comparison keeps the program and types its error."""
+
+    dataset: str
+    round: int
+    program: str  # program hash of the revision
+    parent: str | None = None  # program hash of the program it revises
+    revised: bool
+    outcome: Outcome
+    note: str | None = None  # for not_executed: the solver's error
+    # The comparison (absent where none was needed): which program was shown as A and which as B,
+    # the letter the model chose, its reply and what it cost.
+    order: list[Literal["program", "revision"]] | None = None
+    winner: Literal["A", "B"] | None = None
+    reply: str | None = None
+    usage: Usage | None = None
 
 
 class InterpretRecord(Record):

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from .records import (
+    DecisionRecord,
     ErrorCategory,
     EvaluateRecord,
     FormulateRecord,
@@ -30,6 +31,7 @@ class Trajectory:
     formulated: FormulateRecord | None = None
     refined: dict[int, FormulateRecord] = field(default_factory=dict)  # round -> repaired program
     solved: dict[int, SolveRecord] = field(default_factory=dict)  # round -> solver result (0: first)
+    decided: dict[int, DecisionRecord] = field(default_factory=dict)  # round -> verdict on its revision
     interpreted: InterpretRecord | None = None
     evaluated: EvaluateRecord | None = None
 
@@ -42,6 +44,7 @@ class Trajectory:
         self.formulated = record
         self.refined.clear()
         self.solved.clear()
+        self.decided.clear()
         self.interpreted = None
 
     def set_refined(self, record: FormulateRecord) -> None:
@@ -50,6 +53,7 @@ class Trajectory:
             del self.refined[later]
         for later in [r for r in self.solved if r >= record.round]:
             del self.solved[later]
+        self._drop_decisions(record.round)
         self.interpreted = None
 
     def set_solved(self, record: SolveRecord) -> None:
@@ -58,9 +62,37 @@ class Trajectory:
             del self.refined[later]
         for later in [r for r in self.solved if r > record.round]:
             del self.solved[later]
+        self._drop_decisions(record.round)
         self.interpreted = None
 
+    def set_decided(self, record: DecisionRecord) -> None:
+        self.decided[record.round] = record
+        for later in [r for r in self.refined if r > record.round]:
+            del self.refined[later]
+        for later in [r for r in self.solved if r > record.round]:
+            del self.solved[later]
+        self._drop_decisions(record.round + 1)
+        self.interpreted = None
+
+    def _drop_decisions(self, first: int) -> None:
+        for later in [r for r in self.decided if r >= first]:
+            del self.decided[later]
+
     # Views
+    def stands(self, round_: int) -> bool:
+        """Whether round `round_`'s program counts: a repair does; a semantic revision only once it
+        has won its comparison (otherwise the trajectory backtracks to the program it revised)."""
+        record = self.refined.get(round_)
+        if record is None or not record.revision():
+            return True
+        decision = self.decided.get(round_)
+        return decision is not None and decision.revised
+
+    def rejected(self, before: int) -> bool:
+        """Whether a revision before round `before` was not taken: asking again for the same program
+        would bring the same revision (refinement runs at temperature 0), so revising stops there."""
+        return any(not self.stands(r) for r in self.refined if r < before)
+
     def source(self, round_: int) -> FormulateRecord | None:
         """The record holding the program that round `round_` runs."""
         return self.formulated if round_ == 0 else self.refined.get(round_)
@@ -73,6 +105,8 @@ class Trajectory:
             if round_ == 0 or (before is not None and round_ >= before):
                 continue
             record = self.solved[round_]
+            if not self.stands(round_):
+                continue
             if record.error is None or record.error.category not in (ErrorCategory.llm, ErrorCategory.no_program):
                 chosen = record
         return chosen
@@ -80,7 +114,7 @@ class Trajectory:
     def latest_program(self, before: int | None = None) -> FormulateRecord | None:
         chosen = self.formulated
         for round_ in sorted(self.refined):
-            if (before is None or round_ < before) and self.refined[round_].program:
+            if (before is None or round_ < before) and self.refined[round_].program and self.stands(round_):
                 chosen = self.refined[round_]
         return chosen
 

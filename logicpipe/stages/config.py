@@ -12,6 +12,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from ..data.registry import DatasetSpec, get_dataset, load_task_file
 
 Backup = Literal["random", "cot", "none"]
+# error: repair programs that fail (Logic-LM); semantic: also revise those that execute and keep a
+# revision only if the model judges it more faithful to the problem (Logic-LM++).
+RefineMode = Literal["error", "semantic"]
 _BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
 
 
@@ -44,6 +47,7 @@ class RunConfig(BaseModel):
     max_tokens: int = Field(default=2048, ge=16, le=1 << 20)
     max_rounds: int = Field(default=3, ge=0, le=10)
     refine_model: str | None = None
+    refine: RefineMode = "error"
     llm_timeout: float = Field(default=120.0, gt=0, le=86400)
     max_retries: int = Field(default=5, ge=0, le=50)
     price_prompt: float | None = Field(default=None, ge=0, le=1e6)
@@ -76,6 +80,10 @@ class RunConfig(BaseModel):
             raise ValueError("--backup cot needs --model (the model answers by chain of thought)")
         if self.refine_model and self.max_rounds == 0:
             raise ValueError("--refine-model needs --max-rounds of at least 1")
+        if self.refine == "semantic" and self.max_rounds == 0:
+            raise ValueError("--refine semantic needs --max-rounds of at least 1")
+        if self.refine == "semantic" and not (self.model or self.refine_model):
+            raise ValueError("--refine semantic needs a model (give --model or --refine-model)")
         if bool(self.dataset) == (self.task is not None):
             raise ValueError("name a built-in --dataset or a --task file (one of the two)")
         spec = self.spec

@@ -20,6 +20,8 @@ from ..errors import UsageError
 from ..llm.constrain import grammar_hash
 from .context import RunContext
 
+SEMANTIC = ("revise", "compare")  # the prompts semantic refinement adds
+
 RUN_FILE = "run.json"
 LOCK_FILE = ".lock"
 
@@ -43,9 +45,12 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
         model = config.refine_with
         if model is None:
             return {"model": None}
-        return {"model": model, "base_url": config.base_url, "max_rounds": config.max_rounds,
-                "max_tokens": config.max_tokens, "prompts": prompts.identity("refine", f"guide-{ctx.task.solver}"),
-                **_constraint(ctx)}
+        refine = {"model": model, "base_url": config.base_url, "max_rounds": config.max_rounds,
+                  "max_tokens": config.max_tokens, "prompts": prompts.identity("refine", f"guide-{ctx.task.solver}"),
+                  **_constraint(ctx)}
+        if config.refine == "semantic":  # absent for error refinement, so older run.json files still match
+            refine.update(mode="semantic", prompts=prompts.identity("refine", f"guide-{ctx.task.solver}", *SEMANTIC))
+        return refine
     if stage == "interpret":
         fields: dict[str, Any] = {"backup": config.backup, "seed": config.seed}
         if config.backup == "cot":

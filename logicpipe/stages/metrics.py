@@ -57,8 +57,13 @@ def model_metrics(config: RunConfig, trajectories: list[Trajectory]) -> dict:
         extra["refinement_rounds"] = rounds
     usages = []
     for trajectory in trajectories:
-        records = [trajectory.formulated, *trajectory.refined.values(), trajectory.interpreted]
+        records = [trajectory.formulated, *trajectory.refined.values(), *trajectory.decided.values(),
+                   trajectory.interpreted]
         usages += [r.usage for r in records if r is not None and r.usage is not None]
+    decisions = [d for t in trajectories for d in t.decided.values()]
+    if decisions:  # --refine semantic: how many revisions were judged, and how many replaced a program
+        extra["revisions"] = {"decided": len(decisions), "revised": sum(d.revised for d in decisions),
+                              **dict(sorted(Counter(d.outcome for d in decisions).items()))}
     if usages:
         tokens = sum(usages, Usage())
         extra["tokens"] = tokens.model_dump()

@@ -1,22 +1,29 @@
 """Refine: send each failed program and the solver's exact error back to the model, round by round;
-each round writes refine-N.jsonl (the repairs) and solve-N.jsonl (their results)."""
+each round writes refine-N.jsonl (the repairs) and solve-N.jsonl (their results).
+
+With --refine semantic (Logic-LM++), a program that executed is revised too: the model rewrites it given
+the problem, the revision is solved, and the model compares the two (compare.py, compare-N.jsonl); the
+revision replaces the program only if it wins, otherwise the trajectory backtracks to the program.
+"""
 
 from __future__ import annotations
 
 import time
 from functools import partial
 
-from ..core.records import REFINABLE, FormulateRecord, stage_error
+from ..core.records import REFINABLE, REVISE_SOURCE, FormulateRecord, executed, stage_error
 from ..core.trajectory import Trajectory, program_sha
 from ..errors import LLMError
 from ..llm import Request
 from ..llm.constrain import check_refusal, field_for, grammar_for
 from ..prompts import extract_program, problem_fields
+from . import compare
 from .context import RunContext, StageReport
 from .llmcalls import Result, send, usage
 from .solve import overlapped
 
 PROMPT = "refine"
+REVISE = "revise"
 
 
 def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
@@ -24,13 +31,16 @@ def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
     if model is None:
         why = "--max-rounds is 0" if ctx.config.max_rounds == 0 else "no model (give --model or --refine-model)"
         return [StageReport("refine", 0, 0, 0.0, note=f"nothing refined: {why}")]
+    semantic = ctx.config.refine == "semantic"
     reports = []
     for round_ in range(1, ctx.config.max_rounds + 1):
-        failing = [t for t in trajectories if _refinable(t, round_)]
-        if not failing:
+        due = [t for t in trajectories if _refinable(t, round_) or (semantic and _revisable(t, round_))]
+        if not due:
             break
-        # Each repair is solved as soon as it arrives, while the model writes the others.
-        reports += overlapped(ctx, failing, round_, partial(_ask, model=model, round_=round_))
+        # Each new program is solved as soon as it arrives, while the model writes the others.
+        reports += overlapped(ctx, due, round_, partial(_ask, model=model, round_=round_))
+        if semantic:
+            reports.append(compare.decide(ctx, due, model, round_))
     return reports
 
 
@@ -40,13 +50,23 @@ def _refinable(trajectory: Trajectory, round_: int) -> bool:
             and trajectory.latest_program(before=round_) is not None)
 
 
-def _ask(ctx: RunContext, failing: list[Trajectory], model: str, round_: int) -> list[StageReport]:
-    """One repair request per failing program (those an earlier, interrupted run did not get back)."""
+def _revisable(trajectory: Trajectory, round_: int) -> bool:
+    """A program that executed is revised until a revision of it is not taken."""
+    latest = trajectory.latest_solve(before=round_)
+    return (latest is not None and executed(latest.error) and not trajectory.rejected(before=round_)
+            and trajectory.latest_program(before=round_) is not None)
+
+
+def _ask(ctx: RunContext, due: list[Trajectory], model: str, round_: int) -> list[StageReport]:
+    """One repair request per failing program and one revision request per executed one (those an
+    earlier, interrupted run did not get back)."""
     start = time.monotonic()
     name = f"refine-{round_}"
     stage = ctx.store.file(name, FormulateRecord)
-    todo = [t for t in failing if round_ not in t.refined or t.refined[round_].retry()]
-    prompt, guide = ctx.prompts.get(PROMPT), ctx.prompts.guide(ctx.task.solver)
+    todo = [t for t in due if round_ not in t.refined or t.refined[round_].retry()]
+    repair = ctx.prompts.get(PROMPT)
+    revise = ctx.prompts.get(REVISE) if ctx.config.refine == "semantic" else None
+    guide = ctx.prompts.guide(ctx.task.solver)
     by_id = {t.id: t for t in todo}
     parents: dict[str, str] = {}
     config = ctx.config
@@ -54,12 +74,17 @@ def _ask(ctx: RunContext, failing: list[Trajectory], model: str, round_: int) ->
     requests = []
     for trajectory in todo:
         parent, latest = trajectory.latest_program(before=round_), trajectory.latest_solve(before=round_)
-        if parent is None or latest is None or latest.error is None:
+        if parent is None or latest is None:
+            continue
+        fields = {"program": parent.program or "", "guide": guide, **problem_fields(trajectory.problem)}
+        if latest.error is not None and latest.error.category in REFINABLE:
+            messages, purpose = repair.render(error=latest.error.message, **fields), "refine"
+        elif revise is not None and executed(latest.error):
+            messages, purpose = revise.render(**fields), "revise"
+        else:
             continue
         parents[trajectory.id] = program_sha(parent)
-        messages = prompt.render(program=parent.program or "", error=latest.error.message, guide=guide,
-                                 **problem_fields(trajectory.problem))
-        requests.append(Request(trajectory.id, messages, 0.0, config.max_tokens, purpose="refine",
+        requests.append(Request(trajectory.id, messages, 0.0, config.max_tokens, purpose=purpose,
                                 problem=trajectory.id, grammar=grammar,
                                 grammar_field=field_for(config.constrain_format)))
     written = 0
@@ -72,8 +97,10 @@ def _ask(ctx: RunContext, failing: list[Trajectory], model: str, round_: int) ->
             program, error = None, stage_error(result)
         else:
             program, error = extract_program(result.text), None
+        prompt = revise if request.purpose == "revise" and revise is not None else repair
+        source = f"{REVISE_SOURCE}{model}" if prompt is revise else f"refine:{model}"
         record = FormulateRecord(
-            id=request.key, dataset=ctx.task.dataset, round=round_, source=f"refine:{model}", program=program,
+            id=request.key, dataset=ctx.task.dataset, round=round_, source=source, program=program,
             usage=usage([result]), prompt_id=prompt.id, prompt_hash=prompt.hash, parent=parents[request.key],
             error=error)
         stage.write(record)
@@ -84,5 +111,5 @@ def _ask(ctx: RunContext, failing: list[Trajectory], model: str, round_: int) ->
         ctx.progress(name, written, len(todo))
 
     send(ctx, model, requests, arrived)
-    stage.finish([t.id for t in failing])
-    return [StageReport(name, len(failing), len(requests), time.monotonic() - start)]
+    stage.finish([t.id for t in due])
+    return [StageReport(name, len(due), len(requests), time.monotonic() - start)]

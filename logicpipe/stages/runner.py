@@ -17,7 +17,7 @@ from ..solvers import get_solver
 from . import evaluate, formulate, interpret, refine, solve
 from .config import RunConfig
 from .context import ErrorBudget, Progress, RunContext, Stage, StageReport, quiet
-from .identity import DirectoryLock, check_identity, clear
+from .identity import SEMANTIC, DirectoryLock, check_identity, clear
 from .store import Store, load_trajectories
 
 PIPELINE: dict[str, Stage] = {"formulate": formulate.run, "solve": solve.run, "refine": refine.run,
@@ -60,7 +60,8 @@ def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompt
     if "solve" in stages or "refine" in stages:
         get_solver(task.solver).check()
     if "refine" in stages and config.refine_with:
-        prompts.get("refine")
+        for prompt_id in ("refine", *(SEMANTIC if config.refine == "semantic" else ())):
+            prompts.get(prompt_id)
     if config.backup == "cot" and "interpret" in stages:
         prompts.get("cot")
 

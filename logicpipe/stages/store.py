@@ -7,7 +7,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TypeVar
 
-from ..core.records import FormulateRecord, InterpretRecord, Problem, Record, SolveRecord
+from ..core.records import DecisionRecord, FormulateRecord, InterpretRecord, Problem, Record, SolveRecord
 from ..core.stagefile import StageFile
 from ..core.trajectory import Trajectory, program_sha
 
@@ -53,6 +53,7 @@ def load_trajectories(store: Store, problems: list[Problem]) -> list[Trajectory]
     while store.exists(f"refine-{round_}") or store.exists(f"solve-{round_}"):
         refined = store.file(f"refine-{round_}", FormulateRecord).done
         solved = store.file(f"solve-{round_}", SolveRecord).done
+        decided = store.file(f"compare-{round_}", DecisionRecord).done if store.exists(f"compare-{round_}") else {}
         for trajectory in trajectories:
             repair, parent = refined.get(trajectory.id), trajectory.latest_program(before=round_)
             if repair is None or parent is None or round_ - 1 not in trajectory.solved:
@@ -61,6 +62,11 @@ def load_trajectories(store: Store, problems: list[Problem]) -> list[Trajectory]
                 continue
             trajectory.refined[round_] = repair
             _take_solve(trajectory, solved.get(trajectory.id), repair, round_)
+            decision = decided.get(trajectory.id)
+            # A verdict stands only for the revision it judged, as that revision was solved.
+            if (decision is not None and repair.revision() and round_ in trajectory.solved
+                    and (decision.program, decision.parent) == (program_sha(repair), repair.parent)):
+                trajectory.decided[round_] = decision
         round_ += 1
     interpreted = store.file("interpret", InterpretRecord).done
     for trajectory in trajectories:
