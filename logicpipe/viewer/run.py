@@ -127,8 +127,11 @@ def _problems(folder: Path, metrics: dict, data_dir: Path | str | None, warnings
     rounds = []
     number = 1
     while (folder / f"solve-{number}.jsonl").exists() or (folder / f"refine-{number}.jsonl").exists():
+        # compare-N.jsonl (--refine semantic) says whether each revision replaced its program, and why.
+        compared = folder / f"compare-{number}.jsonl"
         rounds.append((_read_jsonl(folder / f"refine-{number}.jsonl", warnings),
-                       _read_jsonl(folder / f"solve-{number}.jsonl", warnings)))
+                       _read_jsonl(folder / f"solve-{number}.jsonl", warnings),
+                       _read_jsonl(compared, warnings) if compared.exists() else {}))
         number += 1
     texts = _problem_texts(folder.name, str(metrics.get("split", "dev")), data_dir, warnings)
     ids = list(dict.fromkeys([*stage["evaluate"], *stage["interpret"], *stage["solve"], *stage["formulate"]]))
@@ -136,12 +139,13 @@ def _problems(folder: Path, metrics: dict, data_dir: Path | str | None, warnings
 
 
 def _problem(dataset: str, identifier: str, stage: dict[str, dict[str, dict]],
-             rounds: list[tuple[dict[str, dict], dict[str, dict]]], text: dict) -> dict:
+             rounds: list[tuple[dict[str, dict], dict[str, dict], dict[str, dict]]], text: dict) -> dict:
     formulated = stage["formulate"].get(identifier, {})
     history = [_round(0, formulated, stage["solve"].get(identifier, {}))]
-    for number, (refined, solved) in enumerate(rounds, start=1):
+    for number, (refined, solved, decided) in enumerate(rounds, start=1):
         if identifier in refined or identifier in solved:
-            history.append(_round(number, refined.get(identifier, {}), solved.get(identifier, {})))
+            history.append(_round(number, refined.get(identifier, {}), solved.get(identifier, {}),
+                                  decided.get(identifier, {})))
     for before, after in zip(history, history[1:]):
         after["diff"] = _diff(before["program"], after["program"], before["round"], after["round"])
     evaluated = stage["evaluate"].get(identifier, {})
@@ -171,11 +175,12 @@ def _problem(dataset: str, identifier: str, stage: dict[str, dict[str, dict]],
 _SHOWN = {"id", "program", "error", "explanation", "verdict", "schema_version"}
 
 
-def _round(number: int, formulated: dict, solved: dict) -> dict:
+def _round(number: int, formulated: dict, solved: dict, decided: dict | None = None) -> dict:
     error = solved.get("error") or formulated.get("error")
     # Every other field (solver, seconds, source, usage, fields added later) is shown as it is.
-    details = {f"{name}.{key}": value for name, record in (("formulate", formulated), ("solve", solved))
-               for key, value in record.items() if key not in _SHOWN}
+    records = (("formulate", formulated), ("solve", solved), ("compare", decided or {}))
+    details = {f"{name}.{key}": value for name, record in records
+               for key, value in record.items() if key not in _SHOWN or (name == "compare" and key == "error")}
     return {
         "round": number,
         "program": formulated.get("program") if isinstance(formulated.get("program"), str) else None,

@@ -13,6 +13,7 @@ import pytest
 
 from logicpipe.stages.compare import order, parse_winner
 from logicpipe.testing import FakeOpenAI
+from logicpipe.viewer.run import load_run
 from tests.conftest import ROOT, cli
 
 LD = "LogicalDeduction_dev_gpt-4.json"
@@ -138,6 +139,11 @@ def test_a_revision_replaces_the_program_only_if_it_wins(data_dir, tmp_path):
         assert sorted(i for purpose, i in sent if purpose == "compare") == sorted([p[0], p[1], p[3]])
         assert sorted(i for purpose, i in sent if purpose == "revise") == sorted([*p[:4], p[0], p[4]])
         assert [i for purpose, i in sent if purpose == "refine"] == [p[4]]
+        # The viewer shows each round's decision next to its program.
+        shown = {problem["id"]: problem["rounds"] for problem in load_run(tmp_path, data_dir).problems}
+        assert shown[p[1]][1]["details"]["compare.outcome"] == "lost"
+        assert shown[p[3]][1]["details"]["compare.error"]["category"] == "no_answer"
+        assert "compare.outcome" not in shown[p[4]][1]["details"]
         # Rerunning the finished run asks nothing and rewrites nothing.
         before = {f.name: f.read_bytes() for f in stage_dir.iterdir()}
         fake.requests.clear()
