@@ -12,7 +12,7 @@ import time
 import pytest
 
 from logicpipe.stages.compare import order, parse_winner
-from logicpipe.testing import FakeOpenAI
+from logicpipe.testing import FakeOpenAI, Fault
 from logicpipe.viewer.run import load_run
 from tests.conftest import ROOT, cli
 
@@ -190,6 +190,27 @@ def test_a_run_killed_during_a_comparison_resumes_without_redoing_anything_recor
     assert not [i for purpose, i in resumed if purpose in ("formulate", "refine")]
     assert sorted(i for purpose, i in resumed if purpose == "compare") == sorted([p[1], p[3]])
     assert sorted(i for purpose, i in resumed if purpose == "revise") == sorted([p[0], p[4]])  # round 2 only
+    check_outcomes(scenario, stage_dir)
+
+
+def test_a_comparison_that_fails_for_now_keeps_the_program_and_is_asked_again_next_run(data_dir, tmp_path):
+    scenario = Scenario(data_dir)
+    p, stage_dir = scenario.ids, tmp_path / "logicaldeduction"
+    with FakeOpenAI(scenario) as fake:
+        # One request at a time: 5 formulate and 5 round-1 requests, then the first comparison (problem 0's) fails.
+        fake.inject(*[Fault()] * 10, Fault(status=503))
+        done = semantic_run(fake, data_dir, tmp_path, "--max-concurrency", "1")
+        assert done.returncode == 0, done.stderr
+        assert purposes(fake.requests)[10] == ("compare", p[0])
+        failed = by_id(stage_dir / "compare-1.jsonl")[p[0]]
+        assert (failed["revised"], failed["outcome"], failed["error"]["category"], failed["error"]["transient"]) == (
+            False, "no_winner", "llm", True)
+        assert by_id(stage_dir / "interpret.jsonl")[p[0]]["round"] == 0  # kept the (wrong) program for now
+        assert p[0] not in by_id(stage_dir / "refine-2.jsonl")
+        fake.requests.clear()
+        again = semantic_run(fake, data_dir, tmp_path, "--max-concurrency", "1")
+        assert again.returncode == 0, again.stderr
+        assert purposes(fake.requests) == [("compare", p[0]), ("revise", p[0])]
     check_outcomes(scenario, stage_dir)
 
 
