@@ -230,8 +230,7 @@ def test_semantic_refinement_needs_a_model_and_rounds_and_is_part_of_the_identit
         identity = json.loads((out / "logicaldeduction" / "run.json").read_text())["stages"]["refine"]
         assert "mode" not in identity and set(identity["prompts"]) == {"refine", "guide-csp"}
         assert "refine.mode" in one_line(cli(*base, *model, "--refine", "semantic"))
-        assert cli(*base, *model, "--refine", "semantic", "--overwrite").returncode == 0
-        assert by_id(out / "logicaldeduction" / "compare-1.jsonl")[scenario.ids[0]]["outcome"] == "won"
+        assert not (out / "logicaldeduction" / "compare-1.jsonl").exists()
 
 
 @pytest.mark.parametrize(("reply", "winner"), [
