@@ -46,7 +46,7 @@ def _ask(ctx: RunContext, failing: list[Trajectory], model: str, round_: int) ->
     name = f"refine-{round_}"
     stage = ctx.store.file(name, FormulateRecord)
     todo = [t for t in failing if round_ not in t.refined or t.refined[round_].retry()]
-    prompt, guide = ctx.prompts.get(PROMPT), ctx.prompts.guide(ctx.task.solver)
+    prompt, guide = ctx.prompts.refine(ctx.task.prompt), ctx.prompts.guide(ctx.task.solver)
     by_id = {t.id: t for t in todo}
     parents: dict[str, str] = {}
     config = ctx.config
@@ -61,7 +61,7 @@ def _ask(ctx: RunContext, failing: list[Trajectory], model: str, round_: int) ->
                                  **problem_fields(trajectory.problem))
         requests.append(Request(trajectory.id, messages, 0.0, config.max_tokens, purpose="refine",
                                 problem=trajectory.id, grammar=grammar,
-                                grammar_field=field_for(config.constrain_format)))
+                                grammar_field=field_for(config.constrain_format), stop=prompt.stop))
     written = 0
 
     def arrived(request: Request, result: Result) -> None:

@@ -60,7 +60,7 @@ def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompt
     if "solve" in stages or "refine" in stages:
         get_solver(task.solver).check()
     if "refine" in stages and config.refine_with:
-        prompts.get("refine")
+        prompts.refine(task.prompt)
     if config.backup == "cot" and "interpret" in stages:
         prompts.get("cot")
 
