@@ -18,7 +18,7 @@ import pytest
 from logicpipe.core.records import Problem
 from logicpipe.data.fetch import cache_dir
 from logicpipe.data.registry import source
-from logicpipe.errors import DataError
+from logicpipe.errors import DataError, UsageError
 from logicpipe.llm import Request, cache_key, request_body
 from logicpipe.prompts import PromptSet, problem_fields
 from logicpipe.testing import FakeOpenAI, ScriptedReplies
@@ -239,3 +239,14 @@ def test_the_stop_marker_is_sent_and_is_part_of_the_cache_key():
     stopped = Request("k", plain.messages, stop=("------",))
     assert "stop" not in request_body("m", plain) and request_body("m", stopped)["stop"] == ["------"]
     assert cache_key("m", "u", plain) != cache_key("m", "u", stopped)
+
+
+def test_every_dataset_has_a_pinned_logic_lm_prompt_and_the_self_correction_ones_are_those_logic_lm_had():
+    from logicpipe.prompts import logiclm
+
+    pinned = source().sha256
+    assert all(logiclm.formulate_file(key) in pinned for key in logiclm.NAMES)
+    assert {key for key in logiclm.NAMES if logiclm.refine_file(key)} == {"folio", "ar-lsat", "logicaldeduction"}
+    assert source().remote_paths["prompts/"] == "models/prompts/"
+    with pytest.raises(UsageError, match="Logic-LM has no prompt for 'mytask'"):
+        logiclm.formulate_file("mytask")
