@@ -77,7 +77,7 @@ def _options(
     constrain_format: str = typer.Option("gbnf", "--constrain-format", help="how the grammar is sent: gbnf ('grammar' field, llama.cpp) or vllm ('guided_grammar' field)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="discard what an earlier run wrote in OUT/<dataset>/ and start afresh"),
     max_errors: str = typer.Option("10%", "--max-errors", help="model errors a run tolerates before it stops: a count or a percentage of the problems"),
-    prompts: Optional[Path] = typer.Option(None, "--prompts", help="folder of prompt templates that replace the shipped ones of the same name"),
+    prompts: Optional[Path] = typer.Option(None, "--prompts", help="folder of prompt templates that replace the shipped ones of the same name, or logic-lm: Logic-LM's own prompts (downloaded once, pinned by sha256)"),
 ) -> RunConfig:
     try:
         return RunConfig(**{k: v for k, v in locals().items()})

@@ -26,8 +26,10 @@ def _sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def cached_file(relative: str, src: SourceSpec) -> Path:
-    """Return the cached copy of `relative` (e.g. data/FOLIO/dev.json), downloading it once."""
+def cached_file(relative: str, src: SourceSpec,
+                hint: str = "set --data-dir or LOGICPIPE_DATA to local files") -> Path:
+    """Return the cached copy of `relative` (e.g. data/FOLIO/dev.json), downloading it once. `hint`
+    ends the message of a failed download: what the user can do instead."""
     expected = src.sha256.get(relative)
     if expected is None:
         raise DataError(f"{relative} is not one of the pinned Logic-LM files; pass --data-dir for other files")
@@ -44,7 +46,7 @@ def cached_file(relative: str, src: SourceSpec) -> Path:
         with urllib.request.urlopen(url, timeout=60) as response:
             data = response.read()
     except (urllib.error.URLError, OSError) as exc:
-        raise DataError(f"cannot download {url} ({exc}); set --data-dir or LOGICPIPE_DATA to local files") from None
+        raise DataError(f"cannot download {url} ({exc}); {hint}") from None
     if _sha256(data) != expected:
         raise DataError(f"checksum mismatch for {url}: the download is corrupt or not the pinned version")
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from .cache import Cache, CachedReply
 _RETRY_STATUS = {408, 409, 429}
 # The key, the account or the model is wrong: every other request of the run would fail the same way.
 _FATAL_STATUS = {401, 403, 404}
-_STANDARD_FIELDS = {"model", "messages", "temperature", "max_tokens"}
+_STANDARD_FIELDS = {"model", "messages", "temperature", "max_tokens", "stop"}
 
 
 class MalformedReply(Exception):
@@ -66,6 +66,9 @@ class Request:
     # "grammar" for llama.cpp servers, "guided_grammar" for vLLM.
     grammar: str | None = None
     grammar_field: str = "grammar"
+    # Stop sequences: the server ends the reply where the model writes one (Logic-LM's prompts use
+    # "------" between their examples). Sent as a list, which every OpenAI-compatible server takes.
+    stop: tuple[str, ...] = ()
 
 
 @dataclass
@@ -128,6 +131,8 @@ def request_body(model: str, request: Request) -> dict[str, Any]:
     """The chat-completions body for a request (pure, so tests can check what is sent)."""
     body: dict[str, Any] = {"model": model, "messages": request.messages, "temperature": request.temperature,
                             "max_tokens": request.max_tokens}
+    if request.stop:
+        body["stop"] = list(request.stop)
     if request.grammar is not None:
         body[request.grammar_field] = request.grammar
     return body

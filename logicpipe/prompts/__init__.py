@@ -1,6 +1,7 @@
 """Prompts as package data: each template has an id and a content hash, recorded on every record
 that used it. A run may point at a directory of its own templates (`--prompts DIR`); files found
-there replace the shipped ones of the same name."""
+there replace the shipped ones of the same name. `--prompts logic-lm` uses Logic-LM's own
+formulation and self-correction prompts instead (logiclm.py), and ours where Logic-LM had none."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 from ..core.records import Problem
 from ..errors import PrerequisiteError, UsageError
+from . import logiclm
 
 _SPLIT = "=== user ==="
 _FIELD = re.compile(r"\{\{(\w+)\}\}")
@@ -26,15 +28,23 @@ class Prompt:
     system: str
     user: str
     hash: str
+    # Logic-LM's prompts: one completion-style text with [[PLACEHOLDERS]], sent as the only (user)
+    # message and cut at the stop marker, as Logic-LM sent them (logiclm.py).
+    paper: bool = False
+    stop: tuple[str, ...] = ()
 
     @property
     def fields(self) -> set[str]:
+        if self.paper:
+            return logiclm.needed(self.user, self.id)
         return set(_FIELD.findall(self.user))
 
     def render(self, **values: str) -> list[dict[str, str]]:
         missing = self.fields - set(values)
         if missing:
             raise UsageError(f"prompt {self.id} needs {', '.join(sorted(missing))}")
+        if self.paper:
+            return [{"role": "user", "content": logiclm.fill(self.user, values)}]
         user = _FIELD.sub(lambda m: values[m.group(1)], self.user)
         return [{"role": "system", "content": self.system}, {"role": "user", "content": user}]
 
@@ -57,19 +67,42 @@ def _shipped(prompt_id: str) -> Prompt | None:
 
 class PromptSet:
     def __init__(self, folder: Path | None = None):
-        if folder is not None and not folder.is_dir():
+        # `--prompts logic-lm` names Logic-LM's prompts (a folder of that name needs a longer path:
+        # /abs/logic-lm, ../here/logic-lm).
+        self.paper = folder is not None and str(folder) == logiclm.PAPER
+        if folder is not None and not self.paper and not folder.is_dir():
             raise UsageError(f"prompt folder {folder} not found")
-        self.folder = folder
+        self.folder = None if self.paper else folder
+        self._downloaded: dict[str, Prompt] = {}
 
     def get(self, prompt_id: str) -> Prompt:
+        if self.paper and prompt_id in logiclm.NAMES:
+            return self._logic_lm(logiclm.formulate_file(prompt_id))
         if self.folder is not None:
             path = self.folder / f"{prompt_id}.txt"
             if path.is_file():
                 return _parse(prompt_id, path.read_text(encoding="utf-8"), str(path))
         prompt = _shipped(prompt_id)
         if prompt is None:
-            raise PrerequisiteError(f"no prompt '{prompt_id}' in {self.folder or 'the package'}")
+            where = f"Logic-LM's prompts ({', '.join(logiclm.NAMES)}) or the package" if self.paper else None
+            raise PrerequisiteError(f"no prompt '{prompt_id}' in {where or self.folder or 'the package'}")
         return prompt
+
+    def refine(self, formulate_id: str) -> Prompt:
+        """The refinement prompt of a task whose formulate prompt is `formulate_id`: with
+        `--prompts logic-lm`, Logic-LM's self-correct-<Dataset>.txt where it had one; else ours."""
+        relative = logiclm.refine_file(formulate_id) if self.paper else None
+        return self._logic_lm(relative) if relative else self.get("refine")
+
+    def _logic_lm(self, relative: str) -> Prompt:
+        if relative not in self._downloaded:
+            text = logiclm.read(relative)
+            name = Path(relative).stem
+            logiclm.needed(text, f"Logic-LM's {name}.txt")
+            digest = hashlib.sha256(text.encode()).hexdigest()[:12]
+            self._downloaded[relative] = Prompt(f"{logiclm.PAPER}/{name}", "", text, digest, paper=True,
+                                                stop=(logiclm.STOP,))
+        return self._downloaded[relative]
 
     def guide(self, solver: str) -> str:
         """The per-language guide sent with refinement requests (an empty string if there is none)."""
@@ -83,7 +116,8 @@ class PromptSet:
 
 
 def problem_fields(problem: Problem) -> dict[str, str]:
-    return {"context": problem.context, "question": problem.question, "options": "\n".join(problem.options)}
+    return {"context": problem.context, "question": problem.question, "options": "\n".join(problem.options),
+            "choices": logiclm.choices(problem.options)}
 
 
 def extract_program(text: str) -> str:

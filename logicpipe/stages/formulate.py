@@ -62,7 +62,7 @@ def _ask(ctx: RunContext, todo: list[Trajectory], write: Write) -> None:
     grammar = grammar_for(ctx.task.solver) if config.constrain else None
     requests = [Request(f"{t.id}\x1f{i}", prompt.render(**problem_fields(t.problem)), config.temperature,
                         config.max_tokens, sample=i, purpose="formulate", problem=t.id, grammar=grammar,
-                        grammar_field=field_for(config.constrain_format))
+                        grammar_field=field_for(config.constrain_format), stop=prompt.stop)
                 for t in todo for i in range(samples)]
     pending: dict[str, dict[int, Result]] = {t.id: {} for t in todo}
 

@@ -18,6 +18,7 @@ from .. import __version__
 from ..core.jsonl import write_json_if_changed
 from ..errors import UsageError
 from ..llm.constrain import grammar_hash
+from ..prompts import Prompt
 from .context import RunContext
 
 SEMANTIC = ("revise", "compare")  # the prompts semantic refinement adds
@@ -37,7 +38,8 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
             return {"programs": config.programs.name, "programs_sha256": file_sha256(config.programs)}
         return {"model": config.model, "base_url": config.base_url, "temperature": config.temperature,
                 "num_samples": config.num_samples, "max_tokens": config.max_tokens,
-                "prompts": prompts.identity(ctx.task.prompt), **_constraint(ctx)}
+                "prompts": prompts.identity(ctx.task.prompt), **_constraint(ctx),
+                **_paper(ctx, prompts.get(ctx.task.prompt))}
     if stage == "solve":
         return {"solver": ctx.task.solver, "timeout": config.timeout or ctx.task.timeout,
                 "memory_mb": config.memory_mb}
@@ -45,11 +47,12 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
         model = config.refine_with
         if model is None:
             return {"model": None}
+        prompt = prompts.refine(ctx.task.prompt)
+        used = {prompt.id: prompt.hash} if prompt.paper else prompts.identity("refine", f"guide-{ctx.task.solver}")
         refine = {"model": model, "base_url": config.base_url, "max_rounds": config.max_rounds,
-                  "max_tokens": config.max_tokens, "prompts": prompts.identity("refine", f"guide-{ctx.task.solver}"),
-                  **_constraint(ctx)}
+                  "max_tokens": config.max_tokens, "prompts": used, **_constraint(ctx), **_paper(ctx, prompt)}
         if config.refine == "semantic":  # absent for error refinement, so older run.json files still match
-            refine.update(mode="semantic", prompts=prompts.identity("refine", f"guide-{ctx.task.solver}", *SEMANTIC))
+            refine.update(mode="semantic", prompts={**used, **prompts.identity(*SEMANTIC)})
         return refine
     if stage == "interpret":
         fields: dict[str, Any] = {"backup": config.backup, "seed": config.seed}
@@ -61,6 +64,18 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
         return {"model": config.model, "base_url": config.base_url, "temperature": config.temperature,
                 "max_tokens": config.max_tokens, "prompts": prompts.identity(stage)}
     return {}
+
+
+def _paper(ctx: RunContext, prompt: Prompt) -> dict[str, Any]:
+    """--prompts logic-lm: Logic-LM's prompts and their stop marker; where Logic-LM had no prompt for a
+    stage (self-correction on ProntoQA and ProofWriter), the identity says that ours stood in."""
+    if not ctx.prompts.paper:
+        return {}
+    fields: dict[str, Any] = {"prompt_set": "logic-lm", "stop": list(prompt.stop)}
+    if not prompt.paper:
+        fields["note"] = (f"Logic-LM has no self-correction prompt for {ctx.task.name}: "
+                          f"logicpipe's own '{prompt.id}' prompt stands in")
+    return fields
 
 
 def _constraint(ctx: RunContext) -> dict[str, Any]:

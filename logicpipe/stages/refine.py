@@ -22,7 +22,6 @@ from .context import RunContext, StageReport
 from .llmcalls import Result, send, usage
 from .solve import overlapped
 
-PROMPT = "refine"
 REVISE = "revise"
 
 
@@ -64,7 +63,7 @@ def _ask(ctx: RunContext, due: list[Trajectory], model: str, round_: int) -> lis
     name = f"refine-{round_}"
     stage = ctx.store.file(name, FormulateRecord)
     todo = [t for t in due if round_ not in t.refined or t.refined[round_].retry()]
-    repair = ctx.prompts.get(PROMPT)
+    repair = ctx.prompts.refine(ctx.task.prompt)
     revise = ctx.prompts.get(REVISE) if ctx.config.refine == "semantic" else None
     guide = ctx.prompts.guide(ctx.task.solver)
     by_id = {t.id: t for t in todo}
@@ -86,7 +85,8 @@ def _ask(ctx: RunContext, due: list[Trajectory], model: str, round_: int) -> lis
         parents[trajectory.id] = program_sha(parent)
         requests.append(Request(trajectory.id, messages, 0.0, config.max_tokens, purpose=purpose,
                                 problem=trajectory.id, grammar=grammar,
-                                grammar_field=field_for(config.constrain_format)))
+                                grammar_field=field_for(config.constrain_format),
+                                stop=repair.stop if purpose == "refine" else ()))
     written = 0
 
     def arrived(request: Request, result: Result) -> None:

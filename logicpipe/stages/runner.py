@@ -60,7 +60,8 @@ def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompt
     if "solve" in stages or "refine" in stages:
         get_solver(task.solver).check()
     if "refine" in stages and config.refine_with:
-        for prompt_id in ("refine", *(SEMANTIC if config.refine == "semantic" else ())):
+        prompts.refine(task.prompt)
+        for prompt_id in SEMANTIC if config.refine == "semantic" else ():
             prompts.get(prompt_id)
     if config.backup == "cot" and "interpret" in stages:
         prompts.get("cot")
