@@ -219,6 +219,11 @@ class Structure(BaseModel):
             data["temperature"] = None  # follows the number of samples again
         return Structure.model_validate(data)
 
+    def flags(self) -> str:
+        """The `logicpipe run` options that give a run this structure."""
+        return (f"--num-samples {self.num_samples} --temperature {self.temperature:g} --max-rounds {self.max_rounds} "
+                f"--backup {self.backup}")
+
     def apply(self, config: RunConfig) -> RunConfig:
         """The run configuration with this structure (validated again, like any other RunConfig)."""
         update = {"num_samples": self.num_samples, "max_rounds": self.max_rounds, "backup": self.backup,
