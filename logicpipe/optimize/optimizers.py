@@ -96,7 +96,8 @@ def _reply(config: OptimizeConfig, budget: Budget, request: Request) -> str | No
 
 def propose_prompt(config: OptimizeConfig, budget: Budget, params: PromptParams, prompt_id: str,
                    component: str, solver: str, gradients: list[GradientRecord], losses: list[LossRecord],
-                   step: int) -> Proposal:
+                   step: int, tried: list[str] | None = None) -> Proposal:
+    """A rewrite of one component; `tried` holds earlier rewrites of it that validation did not keep."""
     proposal = Proposal("prompt", prompt_id=prompt_id, component=component)
     feedback = _feedback(gradients, losses, node_of(prompt_id, config.spec.prompt))
     if not feedback:
@@ -108,11 +109,16 @@ def propose_prompt(config: OptimizeConfig, budget: Budget, params: PromptParams,
               f"{_RATE.get(component, LEARNING_RATE)}. Answer with the new text of the component only.")
     base = (f"The whole prompt ({prompt_id}), for context:\n{params.render()[prompt_id]}\n\n"
             f"Component to rewrite: {component}: {_WHAT.get(component, component)}.\n"
-            f"Current text:\n<<<\n{current}\n>>>\n\nFeedback from the training batch:\n{feedback}")
+            f"Current text:\n<<<\n{current}\n>>>\n\nFeedback from the training batch of step {step}:\n{feedback}")
+    if tried:
+        base += "\n\nRewrites already tried that did not do better on held-out problems (do not repeat them):\n"
+        base += "\n".join(f"<<<\n{text}\n>>>" for text in tried[-3:])
     rejected = ""
     for attempt in range(1, ATTEMPTS + 1):
         proposal.attempts = attempt
-        user = base + (f"\n\nYour previous rewrite was rejected: {rejected}. Fix that." if rejected else "")
+        # The attempt number keeps a retry from being the same request (whose cached reply would come back).
+        user = base + (f"\n\nAttempt {attempt} of {ATTEMPTS}. Your previous rewrite was rejected: {rejected}. "
+                       "Fix that." if rejected else "")
         text = _reply(config, budget, Request(f"optimize-{step}-{attempt}",
                                               [{"role": "system", "content": system},
                                                {"role": "user", "content": user}],
@@ -175,7 +181,8 @@ def propose_structure(config: OptimizeConfig, budget: Budget, structure: Structu
     rejected = ""
     for attempt in range(1, ATTEMPTS + 1):
         proposal.attempts = attempt
-        user = base + (f"\n\nYour previous proposal was rejected: {rejected}." if rejected else "")
+        user = base + (f"\n\nAttempt {attempt} of {ATTEMPTS}. Your previous proposal was rejected: {rejected}."
+                       if rejected else "")
         text = _reply(config, budget, Request(f"structure-{step}-{attempt}",
                                               [{"role": "system", "content": system},
                                                {"role": "user", "content": user}],
