@@ -330,23 +330,24 @@ def optimize(
 ) -> None:
     """Optimise a dataset's prompts: losses, gradients and rewrites on training minibatches, each candidate
     kept only if it beats the current prompts on held-out validation problems. Re-running resumes."""
+    values = dict(locals())  # the options, before the imports below add names
     from .optimize.config import OptimizeConfig
     from .optimize.loop import optimize as run_optimize
     from .optimize.report import write_report
 
-    values = dict(locals())
     values["supervised"] = not values.pop("unsupervised")
     try:
         config = OptimizeConfig(**values)
     except ValidationError as exc:
         raise _invalid(exc) from None
-    result = run_optimize(config, progress=lambda note: console.print(note, markup=False, highlight=False))
+    result = run_optimize(config, progress=lambda note: console.print(note, markup=False, highlight=False,
+                                                                           soft_wrap=True))
     _render_optimize(result)
     for path in write_report(config.out):
-        stdout.print(f"wrote {path}", markup=False, highlight=False)
+        stdout.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
     if result.stopped:
         console.print(f"stopped early: {result.stopped}; re-run the same command (with more budget) to go on",
-                      markup=False, highlight=False)
+                      markup=False, highlight=False, soft_wrap=True)
 
 
 def _render_optimize(result) -> None:
@@ -371,7 +372,8 @@ def _render_optimize(result) -> None:
                       f"{step.cost:.4f}" if step.cost is not None else "-")
     Console(width=None if stdout.is_terminal else 200).print(table)
     stdout.print(f"best: {result.best_dir} (validation {result.best_score:.3f}, start {result.start_score:.3f}); "
-                 f"use it with: logicpipe run --prompts {result.best_dir} ...", markup=False, highlight=False)
+                 f"use it with: logicpipe run --prompts {result.best_dir} ...", markup=False, highlight=False,
+                 soft_wrap=True)
 
 
 @app.command("list")

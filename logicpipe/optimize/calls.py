@@ -38,7 +38,6 @@ class Budget:
         self.cost_before = cost_before
         self.step = Spend()
         self.base_url = config.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        self._cache: Cache | None = None
 
     @property
     def sent(self) -> int:
@@ -68,15 +67,18 @@ class Budget:
         room = self.left()
         if room is None:
             return requests
-        if self._cache is None:
-            self._cache = Cache(self.config.cache_path)
+        # Opened per batch: the pipeline sends from more than one thread, and SQLite handles stay in theirs.
+        cache = Cache(self.config.cache_path)
         allowed = []
-        for request in requests:
-            if self._cache.get(cache_key(model, self.base_url, request)) is not None:
-                allowed.append(request)
-            elif room > 0:
-                allowed.append(request)
-                room -= 1
+        try:
+            for request in requests:
+                if cache.get(cache_key(model, self.base_url, request)) is not None:
+                    allowed.append(request)
+                elif room > 0:
+                    allowed.append(request)
+                    room -= 1
+        finally:
+            cache.close()
         return allowed
 
     def charge(self, result: Result) -> None:
@@ -98,11 +100,6 @@ class Budget:
         self.cost_before += self.config.cost(done.prompt_tokens, done.completion_tokens) or 0.0
         self.step = Spend()
         return done
-
-    def close(self) -> None:
-        if self._cache is not None:
-            self._cache.close()
-            self._cache = None
 
 
 def ask(config: OptimizeConfig, budget: Budget, requests: list[Request],

@@ -207,8 +207,6 @@ def optimize(config: OptimizeConfig, progress: Notes = _silent) -> OptimizeResul
                        step=number, splits=run.splits.as_dict(), val_score=current.score)
     except BudgetSpent as exc:
         stopped = str(exc)
-    finally:
-        budget.close()
     return result(config, stopped)
 
 
