@@ -8,7 +8,8 @@ readable and resumable:
   torn by a kill is cut before the next append. A step that was interrupted and then redone leaves its
   first records in the file: the readers keep the last record per step (and problem, and node).
 - state.json: where the run stands (start, current and best prompt sets, the steps done, the splits),
-  replaced atomically after each step.
+  replaced atomically after each step; `best` is a link to the best prompt set's folder
+  (`logicpipe run --prompts OUT/best`).
 """
 
 from __future__ import annotations
@@ -180,6 +181,17 @@ class OptimizeState:
     def _write_state(self, state: SavedState) -> None:
         self.folder.mkdir(parents=True, exist_ok=True)
         _write_atomic(self.folder / STATE, json.dumps(state.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+        self._link_best(state.best_dir)
+
+    def _link_best(self, target: str) -> None:
+        link = self.folder / "best"
+        if link.is_symlink() and os.readlink(link) == target:
+            return
+        # A relative link, replaced atomically, so the folder can be moved and a kill leaves a whole link.
+        tmp = self.folder / f".best.{os.getpid()}.tmp"
+        tmp.unlink(missing_ok=True)
+        tmp.symlink_to(target, target_is_directory=True)
+        os.replace(tmp, link)
 
 
 def _better(score: float | None, than: float | None) -> bool:

@@ -111,6 +111,8 @@ def test_state_names_current_and_best(tmp_path: Path) -> None:
                        splits=SPLITS, val_score=0.75)
     assert (saved.best_hash, saved.best_score, saved.best_dir) == (better.hash, 0.75, f"prompts/{better.hash}")
     assert saved.best_structure == Structure(max_rounds=1)
+    assert (tmp_path / "best").resolve() == state.prompts_dir(better.hash).resolve()
+    assert PromptSet(tmp_path / "best").get("prontoqa").system.endswith("- A rule.")
     # A later state that scores lower leaves the best where it was.
     saved = state.save(start_hash=start.hash, current_hash=start.hash, structure=Structure(), step=2, splits=SPLITS,
                        val_score=0.6)
@@ -133,6 +135,7 @@ def test_mark_best_takes_a_saved_set_that_scores_higher(tmp_path: Path) -> None:
     state.save_prompts(other, Structure())
     assert state.mark_best(other.hash, Structure(), 0.4).best_hash == start.hash
     assert state.mark_best(other.hash, Structure(), 0.9).best_hash == other.hash
+    assert os.readlink(tmp_path / "best") == f"prompts/{other.hash}"
 
 
 def test_a_corrupt_state_file_is_one_error(tmp_path: Path) -> None:
