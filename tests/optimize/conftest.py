@@ -18,6 +18,9 @@ POISON = "POISON"
 LOSS = json.dumps({"score": 3, "critique": "The program's query has the wrong truth value."})
 GRADIENT = "The prompt should remind the model to check the truth value of the query."
 _COMPONENT = re.compile(r"Component to rewrite: (\w+)")
+# id -> (right program, wrong program): worked out once per test session, by running the real solver.
+_PAIRS: dict[str, tuple[str, str]] = {}
+_PAIRS_LOCK = threading.Lock()
 
 
 def _flip(program: str) -> str:
@@ -39,24 +42,20 @@ class ScriptedOptimizer:
         problems = {p.id: p for p in load_problems(get_dataset("prontoqa"), "dev", data_dir)}
         self.programs = {r["id"]: r["raw_logic_programs"][0] for r in released if r.get("raw_logic_programs")}
         self.problems = problems
-        self._right: dict[str, tuple[str, str]] = {}  # id -> (right program, wrong program), made on first use
         self._execute, self._map = execute_task, map_answer
         self.rewrites = {k: list(v) for k, v in (rewrites or {}).items()}
         self.structure = list(structure or [])
         self._lock = threading.Lock()
 
     def pair(self, pid: str) -> tuple[str, str]:
-        with self._lock:  # the server answers on several threads; the solver runs here one program at a time
-            return self._pair(pid)
-
-    def _pair(self, pid: str) -> tuple[str, str]:
-        if pid not in self._right:
-            released, flipped = self.programs[pid], _flip(self.programs[pid])
-            outcome = self._execute({"solver": "lp", "program": released})
-            says = self._map(outcome.verdict, self.problems[pid].options, True)
-            right = says == self.problems[pid].answer
-            self._right[pid] = (released, flipped) if right else (flipped, released)
-        return self._right[pid]
+        with _PAIRS_LOCK:  # the server answers on several threads; the solver runs here one program at a time
+            if pid not in _PAIRS:
+                released, flipped = self.programs[pid], _flip(self.programs[pid])
+                outcome = self._execute({"solver": "lp", "program": released})
+                says = self._map(outcome.verdict, self.problems[pid].options, True)
+                right = says == self.problems[pid].answer
+                _PAIRS[pid] = (released, flipped) if right else (flipped, released)
+            return _PAIRS[pid]
 
     @staticmethod
     def lucky(pid: str) -> bool:
