@@ -251,7 +251,7 @@ def _halves(text: str) -> tuple[str, str] | None:
 
 def check_candidate(old: PromptParams, new: PromptParams, prompt_id: str, solver: str) -> str | None:
     """Why `new` may not replace `old` (None when it may): a variable lost or added, a broken template,
-    or a demonstration whose program does not parse and run in the dataset's solver."""
+    or a new or changed demonstration whose program does not parse and run in the dataset's solver."""
     if prompt_id not in old.prompts or prompt_id not in new.prompts:
         return f"no prompt '{prompt_id}' in both prompt sets"
     old_halves, new_halves = _halves(old.prompts[prompt_id].render()), _halves(new.prompts[prompt_id].render())
@@ -267,12 +267,19 @@ def check_candidate(old: PromptParams, new: PromptParams, prompt_id: str, solver
     system_added = set(_FIELD.findall(new_halves[0])) - set(_FIELD.findall(old_halves[0]))
     if system_added:
         return "variables in the system part are never filled in: " + ", ".join(sorted(system_added))
-    return _check_demonstrations(new.prompts[prompt_id].demonstrations, solver)
+    # Demonstrations the old template had already are not run again: a start template's own example
+    # that does not run must not block every rewrite of its other components.
+    known = set(old.prompts[prompt_id].demonstrations)
+    return check_demonstrations(new.prompts[prompt_id].demonstrations, solver, skip=known)
 
 
-def _check_demonstrations(demonstrations: list[str], solver: str) -> str | None:
+def check_demonstrations(demonstrations: list[str], solver: str, skip: set[str] | None = None) -> str | None:
+    """Why one of the demonstrations is unfit (None when each one's program parses and runs in `solver`);
+    those in `skip` are taken as they are."""
     programs: dict[str, str] = {}
     for number, demonstration in enumerate(demonstrations, start=1):
+        if skip and demonstration in skip:
+            continue
         program = demo_program(demonstration)
         if program is None:
             return f"demonstration {number} has no program after a 'Program:' line"

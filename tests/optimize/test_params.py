@@ -13,6 +13,7 @@ from logicpipe.optimize.params import (
     PromptParams,
     Structure,
     check_candidate,
+    check_demonstrations,
     demo_program,
     prompt_ids,
     split_template,
@@ -127,7 +128,17 @@ def test_demo_program_is_the_text_after_the_last_program_line() -> None:
 @pytest.mark.parametrize(("dataset", "solver"), list(DATASETS.items()))
 def test_the_shipped_demonstrations_pass_in_their_solver(dataset: str, solver: str) -> None:
     params = PromptParams.from_prompt_set(PromptSet(), prompt_ids(dataset, solver))
-    assert check_candidate(params, params, dataset, solver) is None
+    assert check_demonstrations(params.prompts[dataset].demonstrations, solver) is None
+    assert check_candidate(params, params.with_component(dataset, "description", "Translate the problem."),
+                           dataset, solver) is None
+
+
+def test_a_start_demonstration_that_does_not_run_blocks_no_other_rewrite() -> None:
+    start = PromptParams.from_prompt_set(PromptSet(), prompt_ids("prontoqa", "lp"))
+    broken = start.with_component("prontoqa", "demonstrations",
+                                  start.component("prontoqa", "demonstrations").replace("Query:", "Ask:"))
+    assert check_demonstrations(broken.prompts["prontoqa"].demonstrations, "lp") is not None
+    assert check_candidate(broken, broken.with_component("prontoqa", "principles", "- A rule."), "prontoqa", "lp") is None
 
 
 def test_a_demonstration_that_no_longer_parses_is_rejected_by_the_parser() -> None:
