@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..errors import RunStopped, UsageError
 from ..prompts import PromptSet
 from ..solvers import get_solver
 from ..stages.llmcalls import BudgetSpent
@@ -112,7 +113,11 @@ class _Run:
 
     def propose(self, number: int, current: _Current, traces: list[Trace], judged: list, grads: list) -> Proposal:
         if self.config.structure and number % STRUCTURE_EVERY == 0:
-            return propose_structure(self.config, self.budget, current.structure, traces, grads, number)
+            # The same change from the same state would be the same candidate: validation has judged it.
+            tried = [c.change for c in self.state.read_candidates()
+                     if c.kind == "structure" and c.status == "rolled_back" and c.params_hash == current.params.hash
+                     and len(c.change) == 1 and c.structure == _changed(current.structure, c.change)]
+            return propose_structure(self.config, self.budget, current.structure, traces, grads, number, tried)
         prompt_id, component = choose(current.params, self.formulate_prompt, self.solver, number, traces)
         return propose_prompt(self.config, self.budget, current.params, prompt_id, component, self.solver, grads,
                               judged, number, self.tried(prompt_id, component, current.params))
@@ -165,8 +170,6 @@ class _Run:
             params, structure, done = start, Structure(), 0
         else:
             if saved.start_hash != start.hash:
-                from ..errors import UsageError
-
                 raise UsageError(f"{self.config.out} was optimised from another start prompt set "
                                  f"({saved.start_hash}, now {start.hash}); use another --out")
             params, structure, done = self.state.load_params(saved.current_hash), saved.structure, saved.step
@@ -175,6 +178,11 @@ class _Run:
             self.state.save_prompts(start, Structure())
         current = _Current(params, structure, folder, self.validate(params, structure, folder))
         return current, done, start.hash
+
+
+def _changed(structure: Structure, change: dict) -> dict | None:
+    (name, value), = change.items()
+    return structure.with_change(name, value).model_dump() if Structure.off_menu(name, value) is None else None
 
 
 def optimize(config: OptimizeConfig, progress: Notes = _silent) -> OptimizeResult:
@@ -206,7 +214,11 @@ def optimize(config: OptimizeConfig, progress: Notes = _silent) -> OptimizeResul
             state.save(start_hash=start_hash, current_hash=current.params.hash, structure=current.structure,
                        step=number, splits=run.splits.as_dict(), val_score=current.score)
     except BudgetSpent as exc:
-        stopped = str(exc)
+        why = budget.spent() or str(exc)
+        if state.current() is None:
+            raise RunStopped(f"{why} before the start prompts were validated on {len(run.splits.val)} problems; "
+                             "re-run with a larger budget to go on (what was answered is cached)") from None
+        stopped = why
     return result(config, stopped)
 
 
@@ -215,7 +227,7 @@ def result(config: OptimizeConfig, stopped: str | None = None) -> OptimizeResult
     saved = state.current()
     steps = state.read_steps()
     if saved is None:
-        raise RuntimeError("no optimisation state was written")
+        raise UsageError(f"{config.out} holds no optimisation state")
     return OptimizeResult(folder=config.out, splits=saved.splits, start_hash=saved.start_hash,
                           current_hash=saved.current_hash, best_hash=saved.best_hash,
                           start_score=steps[0].val_score or 0.0 if steps else 0.0,

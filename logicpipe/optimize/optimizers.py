@@ -167,8 +167,10 @@ def parse_change(text: str) -> tuple[str, Any]:
 
 
 def propose_structure(config: OptimizeConfig, budget: Budget, structure: Structure, traces: list[Trace],
-                      gradients: list[GradientRecord], step: int) -> Proposal:
+                      gradients: list[GradientRecord], step: int, tried: list[dict[str, Any]] | None = None) -> Proposal:
+    """One change from the menu; `tried` holds changes that validation already rolled back from this state."""
     proposal = Proposal("structure")
+    tried = tried or []
     notes = "\n".join(f"- {g.node}: {g.gradient[:600]}" for g in gradients
                       if g.node in ("solve", "refine", "interpret") and g.error is None and g.gradient)
     system = ("You tune the structure of a pipeline that turns logic problems into programs: the number of programs "
@@ -178,6 +180,8 @@ def propose_structure(config: OptimizeConfig, budget: Budget, structure: Structu
     base = (f"Current structure: {json.dumps(structure.model_dump(exclude={'temperature'}))}\n"
             f"Menu: {json.dumps(Structure.MENU)}\nTraining batch: {_summary(traces)}\n"
             f"Feedback on the steps:\n{notes or '(none)'}")
+    if tried:
+        base += f"\nAlready tried without doing better on held-out problems: {json.dumps(tried)}"
     rejected = ""
     for attempt in range(1, ATTEMPTS + 1):
         proposal.attempts = attempt
@@ -198,6 +202,8 @@ def propose_structure(config: OptimizeConfig, budget: Budget, structure: Structu
         reason = Structure.off_menu(name, value)
         if reason is None and getattr(structure, name) == value:
             reason = f"{name} is already {value!r}"
+        if reason is None and {name: value} in tried:
+            reason = f"{name}={value!r} was tried and did no better"
         if reason is not None:
             proposal.change = {name: value}
             rejected = reason

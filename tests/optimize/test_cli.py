@@ -100,3 +100,19 @@ def test_budget_stops_cleanly_then_a_rerun_finishes_without_asking_twice(scripte
         assert len(formulate) == 4 and all(GOOD in r["messages"][0]["content"] for r in formulate)
     metrics = json.loads((tmp_path / "run" / "prontoqa" / "metrics.json").read_text())
     assert metrics["accuracy"] == 100.0
+
+
+def test_budget_spent_before_the_start_is_validated_stops_with_one_line(scripted, data_dir, tmp_path, capsys):
+    model = scripted(rewrites={"principles": [f"- {GOOD}"]})
+    out = tmp_path / "out"
+    with FakeOpenAI(model) as fake:
+        # The pipeline itself is held to the budget: 5 of the 8 validation programs are asked for.
+        stopped = in_process(capsys, *optimize_args(fake, data_dir, out, "--max-calls", "5", "--steps", "0"))
+        assert stopped.returncode == 4
+        lines = stopped.stderr.strip().splitlines()
+        assert lines[-1].startswith("error: --max-calls 5 reached") and "before the start prompts" in lines[-1]
+        assert len(fake.requests) == 5 and not (out / "state.json").exists()
+        again = in_process(capsys, *optimize_args(fake, data_dir, out, "--steps", "0"))
+        assert again.returncode == 0, again.stderr
+        assert len(fake.requests) == 8  # the 3 programs not asked for before, and nothing twice
+    assert json.loads((out / "state.json").read_text())["step"] == 0
