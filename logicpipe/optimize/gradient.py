@@ -1,6 +1,8 @@
 """Language gradients: feedback for each node of a trajectory, backward from interpret to solve to refine
 to formulate. Each node's request carries the loss and the feedback already given to the node
-downstream of it, so blame flows from the answer back to the prompts that caused it."""
+downstream of it, so blame flows from the answer back to the prompts that caused it. A trajectory
+whose first program ran was never refined: it has no refine node and its formulate gradient is
+conditioned on solve's."""
 
 from __future__ import annotations
 
@@ -39,44 +41,54 @@ def _node_text(node: Node, params: PromptParams, formulate_prompt: str, solver: 
     return f"Step: formulate. The model writes the program with this prompt:\n{rendered.get(formulate_prompt, '')}"
 
 
+def nodes(trace: Trace) -> list[Node]:
+    """The nodes a trajectory went through, last first: refine only where a program was repaired."""
+    return [node for node in BACKWARD if node != "refine" or trace.outcome.rounds > 0]
+
+
 def gradients(config: OptimizeConfig, budget: Budget, traces: list[Trace], losses: list[LossRecord],
               params: PromptParams, formulate_prompt: str, solver: str, step: int) -> list[GradientRecord]:
-    """Four rounds of requests (one per node, backward), each round one request per trajectory that has
-    a loss."""
+    """One round of requests per node, backward; each round one request per trajectory that has a loss
+    and went through that node."""
     loss_of = {loss.id: loss for loss in losses if loss.score is not None}
     judged = [t for t in traces if t.outcome.id in loss_of]
+    path = {t.outcome.id: nodes(t) for t in judged}
     records: list[GradientRecord] = []
     downstream: dict[str, GradientRecord] = {}
-    for index, node in enumerate(BACKWARD):
-        after = BACKWARD[index - 1] if index else None
+    for node in BACKWARD:
         requests = []
+        after: dict[str, Node | None] = {}
         for trace in judged:
             pid = trace.outcome.id
+            if node not in path[pid]:
+                continue
+            index = path[pid].index(node)
+            after[pid] = path[pid][index - 1] if index else None
             loss = loss_of[pid]
             parts = [describe(trace, config.supervised),
                      f"The judge's score: {loss.score:g}/10. Critique: {loss.critique}",
                      _node_text(node, params, formulate_prompt, solver)]
-            if after is not None and pid in downstream:
-                parts.append(f"Feedback given to the next step ({after}):\n{downstream[pid].gradient}")
+            if after[pid] is not None and pid in downstream and downstream[pid].node == after[pid]:
+                parts.append(f"Feedback given to the next step ({after[pid]}):\n{downstream[pid].gradient}")
             requests.append(Request(f"{pid}\x1f{node}", [{"role": "system", "content": SYSTEM},
                                                         {"role": "user", "content": "\n\n".join(parts)}],
                                     0.0, 1024, purpose="gradient", problem=pid))
         found: dict[str, GradientRecord] = {}
 
-        def arrived(request: Request, result: Result, node: Node = node, after: Node | None = after,
+        def arrived(request: Request, result: Result, node: Node = node, after: dict[str, Node | None] = after,
                     found: dict[str, GradientRecord] = found) -> None:
             pid = request.key.rsplit("\x1f", 1)[0]
             if isinstance(result, LLMError):
-                found[pid] = GradientRecord(step=step, id=pid, node=node, gradient="", downstream=after,
+                found[pid] = GradientRecord(step=step, id=pid, node=node, gradient="", downstream=after[pid],
                                             error=f"llm: {result}")
                 return
             spent = Usage(prompt_tokens=result.prompt_tokens, completion_tokens=result.completion_tokens, calls=1,
                           cached_calls=int(result.cached))
             found[pid] = GradientRecord(step=step, id=pid, node=node, gradient=result.text.strip(),
-                                        downstream=after, usage=spent)
+                                        downstream=after[pid], usage=spent)
 
         ask(config, budget, requests, arrived)
         ordered = [found[t.outcome.id] for t in judged if t.outcome.id in found]
         records += ordered
-        downstream = {g.id: g for g in ordered if g.error is None}
+        downstream.update({g.id: g for g in ordered if g.error is None})
     return records

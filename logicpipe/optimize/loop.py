@@ -84,8 +84,8 @@ class _Run:
         return {t.outcome.id: float(getattr(t.outcome, key)) for t in traces}
 
     def validate(self, params: PromptParams, structure: Structure, folder: Path) -> dict[str, float]:
-        traces = forward(self.config, folder, params.hash, structure, self.splits.val_split, self.splits.val, "val",
-                         self.budget)
+        traces = forward(self.config, folder, params.hash, structure, self.splits.val_split, self.splits.val,
+                         batch_tag("val", self.splits.val), self.budget)
         return self.score(traces)
 
     def step(self, number: int, current: _Current) -> tuple[_Current, StepRecord]:

@@ -33,7 +33,7 @@ def _flip(program: str) -> str:
 
 class ScriptedOptimizer:
     def __init__(self, data_dir: Path, rewrites: dict[str, list[str]] | None = None,
-                 structure: list[str] | None = None):
+                 structure: list[str] | None = None, broken: set[str] | None = None):
         from logicpipe.data import load_problems
         from logicpipe.data.registry import get_dataset
         from logicpipe.solvers import execute_task, map_answer
@@ -45,6 +45,7 @@ class ScriptedOptimizer:
         self._execute, self._map = execute_task, map_answer
         self.rewrites = {k: list(v) for k, v in (rewrites or {}).items()}
         self.structure = list(structure or [])
+        self.broken = broken or set()  # problems whose programs never parse (so they go through refine)
         self._lock = threading.Lock()
 
     def pair(self, pid: str) -> tuple[str, str]:
@@ -66,6 +67,8 @@ class ScriptedOptimizer:
         meta = body.get("_logicpipe", {})
         purpose, problem = meta.get("purpose", ""), meta.get("problem", "")
         text = "\n".join(m.get("content", "") for m in body.get("messages", []))
+        if purpose == "formulate" and problem in self.broken:
+            return "Predicates:\nthis is not a program @@@\n"
         if purpose == "formulate":
             right, wrong = self.pair(problem)
             if POISON in text:

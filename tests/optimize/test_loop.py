@@ -6,10 +6,14 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
+from logicpipe.errors import DataError
 from logicpipe.optimize.config import OptimizeConfig
 from logicpipe.optimize.loop import optimize
-from logicpipe.optimize.splits import make_splits
+from logicpipe.optimize.splits import make_splits, minibatch
 from logicpipe.optimize.state import OptimizeState
+from logicpipe.stages import RunConfig, problems_for
 from logicpipe.testing import FakeOpenAI
 from tests.optimize.conftest import GOOD, POISON
 
@@ -30,7 +34,11 @@ def purposes(fake, *wanted: str) -> list[dict]:
 
 
 def test_improving_candidate_is_accepted_and_a_broken_demonstration_rejected(scripted, data_dir, tmp_path):
-    model = scripted(rewrites={"principles": [f"- {GOOD}"], "demonstrations": [BROKEN_DEMO]})
+    with FakeOpenAI(lambda body: "") as fake:
+        splits = make_splits(config(fake, tmp_path, data_dir))
+    batches = [minibatch(splits, step, 3, 0) for step in (1, 2)]
+    broken = batches[0][0]  # its programs never parse: it goes through three rounds of refinement
+    model = scripted(rewrites={"principles": [f"- {GOOD}"], "demonstrations": [BROKEN_DEMO]}, broken={broken})
     with FakeOpenAI(model) as fake:
         settings = config(fake, tmp_path, data_dir)
         result = optimize(settings)
@@ -54,13 +62,18 @@ def test_improving_candidate_is_accepted_and_a_broken_demonstration_rejected(scr
     # The judge saw the gold answers (supervised), one loss and four gradients per training problem per step.
     losses = purposes(fake, "loss")
     assert len(losses) == 6 and all("Gold answer" in r["messages"][-1]["content"] for r in losses)
-    assert len(purposes(fake, "gradient")) == 24
-    # Backward, node by node, each conditioned on the one downstream of it.
-    chain = [g for g in OptimizeState(tmp_path).read_gradients() if g.id == losses[0]["_logicpipe"]["problem"]][:4]
-    assert [(g.node, g.downstream) for g in chain] == [("interpret", None), ("solve", "interpret"),
-                                                       ("refine", "solve"), ("formulate", "refine")]
+    # Backward, node by node, each conditioned on the one downstream of it; refine only where it repaired.
+    assert len(purposes(fake, "gradient")) == 3 * 3 * 2 + sum(broken in batch for batch in batches)
+    gradients = [g for g in OptimizeState(tmp_path).read_gradients() if g.step == 1]
+    chain = [(g.node, g.downstream) for g in gradients if g.id == broken]
+    assert chain == [("interpret", None), ("solve", "interpret"), ("refine", "solve"), ("formulate", "refine")]
+    other = batches[0][1]
+    chain = [(g.node, g.downstream) for g in gradients if g.id == other]
+    assert chain == [("interpret", None), ("solve", "interpret"), ("formulate", "solve")]
+    formulate = next(r for r in purposes(fake, "gradient")
+                     if r["_logicpipe"]["problem"] == broken and "Step: formulate" in r["messages"][-1]["content"])
+    assert "Feedback given to the next step (refine)" in formulate["messages"][-1]["content"]
     # Held-out problems never reach the judge, the gradients or the optimiser: not by id, not by text.
-    splits = make_splits(settings)
     contexts = {pid: model.problems[pid].context for pid in splits.val}
     for request in purposes(fake, *OPTIMISER):
         assert request["_logicpipe"]["problem"] not in contexts
@@ -124,3 +137,10 @@ def test_unsupervised_judge_sees_no_gold_answer(scripted, data_dir, tmp_path):
     assert result.steps[0].val_score == 1.0
     assert result.candidates[0].status == "rolled_back"
     assert all(not loss.supervised for loss in OptimizeState(tmp_path).read_losses())
+
+
+def test_a_run_covers_only_the_ids_it_is_given(data_dir):
+    chosen = RunConfig(dataset="prontoqa", data_dir=data_dir, ids=["ProntoQA_9", "ProntoQA_2"])
+    assert [p.id for p in problems_for(chosen)] == ["ProntoQA_2", "ProntoQA_9"]  # in the split's order
+    with pytest.raises(DataError, match="no problem 'nosuch' in prontoqa/dev"):
+        problems_for(RunConfig(dataset="prontoqa", data_dir=data_dir, ids=["ProntoQA_2", "nosuch"]))
