@@ -115,19 +115,23 @@ class _Run:
         if self.config.structure and number % STRUCTURE_EVERY == 0:
             # The same change from the same state would be the same candidate: validation has judged it.
             tried = [c.change for c in self.state.read_candidates()
-                     if c.kind == "structure" and c.status == "rolled_back" and c.params_hash == current.params.hash
-                     and len(c.change) == 1 and c.structure == _changed(current.structure, c.change)]
+                     if c.step < number and c.kind == "structure" and c.status == "rolled_back"
+                     and c.params_hash == current.params.hash and len(c.change) == 1
+                     and c.structure == _changed(current.structure, c.change)]
             return propose_structure(self.config, self.budget, current.structure, traces, grads, number, tried)
         prompt_id, component = choose(current.params, self.formulate_prompt, self.solver, number, traces)
         return propose_prompt(self.config, self.budget, current.params, prompt_id, component, self.solver, grads,
-                              judged, number, self.tried(prompt_id, component, current.params))
+                              judged, number, self.tried(number, prompt_id, component, current.params))
 
-    def tried(self, prompt_id: str, component: str, params: PromptParams) -> list[str]:
-        """Rewrites of this component that validation rolled back (so the optimiser does not offer them
-        again), as long as the rest of the prompt set is the current one."""
+    def tried(self, number: int, prompt_id: str, component: str, params: PromptParams) -> list[str]:
+        """Rewrites of this component that validation rolled back in earlier steps (so the optimiser does
+        not offer them again). A step redone after a kill sees what it saw the first time, so its
+        requests are the same and come from the cache."""
         texts = []
         for candidate in self.state.read_candidates():
             if (candidate.status, candidate.prompt_id, candidate.component) != ("rolled_back", prompt_id, component):
+                continue
+            if candidate.step >= number:
                 continue
             if candidate.params_hash is None:
                 continue

@@ -15,7 +15,7 @@ import time
 from logicpipe.testing import FakeOpenAI
 from tests.conftest import ROOT
 from tests.optimize.conftest import GOOD
-from tests.optimize.test_cli import optimize_cli
+from tests.optimize.test_cli import in_process, optimize_args
 
 
 def key(body: dict, base_url: str) -> str:
@@ -24,7 +24,7 @@ def key(body: dict, base_url: str) -> str:
     return hashlib.sha256(json.dumps({**sent, "base_url": base_url, "sample": 0}, sort_keys=True).encode()).hexdigest()
 
 
-def test_sigkill_mid_step_then_rerun_resumes_without_repeating_paid_calls(scripted, data_dir, tmp_path):
+def test_sigkill_mid_step_then_rerun_resumes_without_repeating_paid_calls(scripted, data_dir, tmp_path, capsys):
     model = scripted(rewrites={"principles": [f"- {GOOD}"]})
     out = tmp_path / "out"
     command = [sys.executable, "-m", "logicpipe.cli", "optimize", "-d", "prontoqa", "--data-dir", str(data_dir),
@@ -53,7 +53,7 @@ def test_sigkill_mid_step_then_rerun_resumes_without_repeating_paid_calls(script
         state = json.loads((out / "state.json").read_text())
         assert state["step"] == 0  # the killed step was not recorded as done
 
-        again = optimize_cli(fake, data_dir, out)
+        again = in_process(capsys, *optimize_args(fake, data_dir, out))
         assert again.returncode == 0, again.stderr
         repeated = [r for r in fake.requests[killed_at:] if key(r, fake.url) in answered]
         assert repeated == []
