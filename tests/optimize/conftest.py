@@ -33,7 +33,8 @@ def _flip(program: str) -> str:
 
 class ScriptedOptimizer:
     def __init__(self, data_dir: Path, rewrites: dict[str, list[str]] | None = None,
-                 structure: list[str] | None = None, broken: set[str] | None = None):
+                 structure: list[str] | None = None, broken: set[str] | None = None,
+                 unjudged: set[str] | None = None):
         from logicpipe.data import load_problems
         from logicpipe.data.registry import get_dataset
         from logicpipe.solvers import execute_task, map_answer
@@ -46,6 +47,7 @@ class ScriptedOptimizer:
         self.rewrites = {k: list(v) for k, v in (rewrites or {}).items()}
         self.structure = list(structure or [])
         self.broken = broken or set()  # problems whose programs never parse (so they go through refine)
+        self.unjudged = unjudged or set()  # problems whose loss reply is prose, not the JSON asked for
         self._lock = threading.Lock()
 
     def pair(self, pid: str) -> tuple[str, str]:
@@ -77,7 +79,7 @@ class ScriptedOptimizer:
         if purpose == "refine":
             return "I cannot repair this program."
         if purpose == "loss":
-            return LOSS
+            return "It looks fine to me." if problem in self.unjudged else LOSS
         if purpose == "gradient":
             return GRADIENT
         if purpose == "optimize":

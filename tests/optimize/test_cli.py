@@ -116,3 +116,18 @@ def test_budget_spent_before_the_start_is_validated_stops_with_one_line(scripted
         assert again.returncode == 0, again.stderr
         assert len(fake.requests) == 8  # the 3 programs not asked for before, and nothing twice
     assert json.loads((out / "state.json").read_text())["step"] == 0
+
+
+def test_max_cost_stops_between_requests(scripted, data_dir, tmp_path, capsys):
+    model = scripted(rewrites={"principles": [f"- {GOOD}"]})
+    out = tmp_path / "out"
+    with FakeOpenAI(model) as fake:
+        # Step 0's 8 validation programs cost about 0.04 at these prices; nothing more may be sent after them.
+        stopped = in_process(capsys, *optimize_args(fake, data_dir, out, "--max-cost", "0.02", "--price-prompt",
+                                                    "2.5", "--price-completion", "10"))
+        assert stopped.returncode == 0, stopped.stderr
+        assert "stopped early: --max-cost 0.02 reached" in stopped.stderr
+        assert len(fake.requests) == 8
+    steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
+    assert [s["step"] for s in steps] == [0] and steps[0]["cost"] > 0.02
+    assert (out / "report.md").is_file()

@@ -5,12 +5,14 @@ rejected as the design says, and the validation problems never reach the optimis
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
 from logicpipe.errors import DataError
 from logicpipe.optimize.config import OptimizeConfig
 from logicpipe.optimize.loop import optimize
+from logicpipe.optimize.loss import parse_loss
 from logicpipe.optimize.splits import make_splits, minibatch
 from logicpipe.optimize.state import OptimizeState
 from logicpipe.stages import RunConfig, problems_for
@@ -127,8 +129,10 @@ def test_structure_optimiser_only_takes_changes_from_the_menu(scripted, data_dir
     assert "is not on the menu" in purposes(fake, "structure")[2]["messages"][-1]["content"]
 
 
-def test_unsupervised_judge_sees_no_gold_answer(scripted, data_dir, tmp_path):
-    model = scripted(rewrites={"principles": [f"- {GOOD}"]})
+def test_unsupervised_judge_sees_no_gold_answer_and_a_bad_loss_reply_is_a_record(scripted, data_dir, tmp_path):
+    with FakeOpenAI(lambda body: "") as fake:
+        unjudged = minibatch(make_splits(config(fake, tmp_path, data_dir)), 1, 3, 0)[0]
+    model = scripted(rewrites={"principles": [f"- {GOOD}"]}, unjudged={unjudged})
     with FakeOpenAI(model) as fake:
         result = optimize(config(fake, tmp_path, data_dir, steps=1, supervised=False))
     losses = purposes(fake, "loss")
@@ -136,7 +140,33 @@ def test_unsupervised_judge_sees_no_gold_answer(scripted, data_dir, tmp_path):
     # Without gold answers validation counts executed programs: every program runs, so no gain shows.
     assert result.steps[0].val_score == 1.0
     assert result.candidates[0].status == "rolled_back"
-    assert all(not loss.supervised for loss in OptimizeState(tmp_path).read_losses())
+    recorded = OptimizeState(tmp_path).read_losses()
+    assert len(recorded) == 3 and all(not loss.supervised for loss in recorded)
+    # A judge's reply without the JSON asked for is a record with no score and the reason, not a crash;
+    # that problem gets no gradients.
+    bad = next(loss for loss in recorded if loss.id == unjudged)
+    assert bad.score is None and bad.error == "the judge's reply holds no JSON object"
+    assert bad.critique == "It looks fine to me." and bad.outcome.id == unjudged
+    assert unjudged not in {r["_logicpipe"]["problem"] for r in purposes(fake, "gradient")}
+    assert len(purposes(fake, "gradient")) == 2 * 3
+
+
+@pytest.mark.parametrize(("reply", "why"), [
+    ('{"score": 7, "critique": "fine"}', None),
+    ('Here it is: {"score": 7.5, "critique": "fine"} done', None),
+    ('{"score": 11, "critique": "x"}', "score 11 is not a number from 0 to 10"),
+    ('{"score": true, "critique": "x"}', "score True is not a number from 0 to 10"),
+    ('{"score": 5, "critique": ', "holds no JSON object"),
+    ("[1, 2]", "holds no JSON object"),
+    ('{"score": "7"}', "score '7' is not a number from 0 to 10"),
+])
+def test_judge_replies_parse_or_say_why(reply, why):
+    if why is None:
+        score, critique = parse_loss(reply)
+        assert 7 <= score <= 7.5 and critique == "fine"
+    else:
+        with pytest.raises(ValueError, match=re.escape(why)):
+            parse_loss(reply)
 
 
 def test_a_run_covers_only_the_ids_it_is_given(data_dir):
