@@ -3,11 +3,12 @@ every request of an optimisation run passes, the pipeline's included."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import LLMError
+from ..errors import DataError, LLMError
 from ..llm import Completion, LLMClient, LLMSettings, Request, cache_key
 from ..llm.cache import Cache
 from ..stages.llmcalls import BudgetSpent
@@ -30,22 +31,32 @@ class Spend:
 class Budget:
     """--max-calls and --max-cost: requests whose reply is cached always pass; others pass while calls and
     cost are left. A batch that does not fully pass stops the run once what was sent is back (a gate of
-    logicpipe.stages.context.Gate)."""
+    logicpipe.stages.context.Gate). What was sent is kept in OUT/spent.json after every reply, so a run
+    killed mid-step still counts what it spent when it is resumed."""
 
-    def __init__(self, config: OptimizeConfig, sent_before: int = 0, cost_before: float = 0.0):
+    LEDGER = "spent.json"
+
+    def __init__(self, config: OptimizeConfig):
         self.config = config
-        self.sent_before = sent_before  # requests sent by earlier runs of this optimisation (steps.jsonl)
-        self.cost_before = cost_before
         self.step = Spend()
+        self.total = Spend()  # paid requests of every run of this optimisation (cached ones cost nothing)
         self.base_url = config.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self._ledger = config.out / self.LEDGER
+        if self._ledger.is_file():
+            try:
+                saved = json.loads(self._ledger.read_text())
+                self.total = Spend(sent=int(saved["sent"]), prompt_tokens=int(saved["prompt_tokens"]),
+                                   completion_tokens=int(saved["completion_tokens"]))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise DataError(f"{self._ledger}: not a spending record ({exc})") from None
 
     @property
     def sent(self) -> int:
-        return self.sent_before + self.step.sent
+        return self.total.sent
 
     @property
     def cost(self) -> float:
-        return self.cost_before + (self.config.cost(self.step.prompt_tokens, self.step.completion_tokens) or 0.0)
+        return self.config.cost(self.total.prompt_tokens, self.total.completion_tokens) or 0.0
 
     def left(self) -> int | None:
         """Requests that may still be sent (None: no limit on the count)."""
@@ -83,22 +94,27 @@ class Budget:
 
     def charge(self, result: Result) -> None:
         self.step.calls += 1
-        if isinstance(result, LLMError):
-            self.step.sent += 1  # it went out (and may have been paid for), though nothing came back
-            return
-        if result.cached:
+        if isinstance(result, Completion) and result.cached:
             self.step.cached_calls += 1
             return
-        self.step.sent += 1
-        self.step.prompt_tokens += result.prompt_tokens
-        self.step.completion_tokens += result.completion_tokens
+        # A failed request went out too (and may have been paid for), though nothing came back.
+        tokens = (result.prompt_tokens, result.completion_tokens) if isinstance(result, Completion) else (0, 0)
+        for spend in (self.step, self.total):
+            spend.sent += 1
+            spend.prompt_tokens += tokens[0]
+            spend.completion_tokens += tokens[1]
+        self._save()
+
+    def _save(self) -> None:
+        self._ledger.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._ledger.with_name(f".{self.LEDGER}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"sent": self.total.sent, "prompt_tokens": self.total.prompt_tokens,
+                                   "completion_tokens": self.total.completion_tokens}) + "\n")
+        os.replace(tmp, self._ledger)
 
     def new_step(self) -> Spend:
-        """Close the step's account: its spend is now part of what earlier steps sent."""
-        done = self.step
-        self.sent_before += done.sent
-        self.cost_before += self.config.cost(done.prompt_tokens, done.completion_tokens) or 0.0
-        self.step = Spend()
+        """Close the step's account and open the next one."""
+        done, self.step = self.step, Spend()
         return done
 
 

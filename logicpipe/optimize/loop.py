@@ -74,9 +74,7 @@ class _Run:
         get_solver(self.solver).check()
         self.splits: Splits = make_splits(config)
         self.state = OptimizeState(config.out)
-        steps = self.state.read_steps()
-        self.budget = Budget(config, sent_before=sum(s.calls - s.cached_calls for s in steps),
-                             cost_before=sum(s.cost or 0.0 for s in steps))
+        self.budget = Budget(config)
 
     def score(self, traces: list[Trace]) -> dict[str, float]:
         # Supervised: the answer is right. Unsupervised (no gold answers used): a program executed.

@@ -72,6 +72,7 @@ def test_budget_stops_cleanly_then_a_rerun_finishes_without_asking_twice(scripte
         assert stopped.returncode == 0, stopped.stderr
         assert "stopped early: --max-calls 20 reached" in stopped.stderr
         assert len(fake.requests) == 20
+        assert json.loads((out / "spent.json").read_text())["sent"] == 20
         state = json.loads((out / "state.json").read_text())
         assert state["step"] == 0 and state["splits"]["carved"] is True
         assert "no 'train' split" in state["splits"]["note"]

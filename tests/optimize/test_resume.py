@@ -52,6 +52,9 @@ def test_sigkill_mid_step_then_rerun_resumes_without_repeating_paid_calls(script
         assert answered <= {key(r, fake.url) for r in fake.requests}
         state = json.loads((out / "state.json").read_text())
         assert state["step"] == 0  # the killed step was not recorded as done
+        # What the killed run spent still counts against --max-calls: every reply it received, but for
+        # those (at most --max-concurrency) cached in the instant before the kill and not yet counted.
+        assert json.loads((out / "spent.json").read_text())["sent"] >= len(answered) - 2
 
         again = in_process(capsys, *optimize_args(fake, data_dir, out))
         assert again.returncode == 0, again.stderr
