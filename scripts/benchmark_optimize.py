@@ -76,7 +76,7 @@ MENU = {
 }
 _COMPONENT = re.compile(r"Component to rewrite: (\w+)")
 # LP rules contain ">>>" too: the current text ends only where the feedback section begins.
-_CURRENT = re.compile(r"Current text:\n<<<\n(.*?)\n>>>\n\nFeedback from the training batch:", re.S)
+_CURRENT = re.compile(r"Current text:\n<<<\n(.*?)\n>>>\n\nFeedback from the training batch[^\n]*:\n(.*)", re.S)
 
 
 def true_accuracy(text: str) -> float:
@@ -134,6 +134,7 @@ class SimulatedModel:
         self.pairs, self.informed, self.seed = pairs, informed, seed
         self.lock = threading.Lock()
         self.sent: Counter[str] = Counter()
+        self.unrecognised = 0  # optimiser requests whose layout this simulation does not know
 
     def __call__(self, body: dict) -> str:
         meta = body.get("_logicpipe", {})
@@ -167,11 +168,13 @@ class SimulatedModel:
 
     def rewrite(self, text: str) -> str:
         found, current = _COMPONENT.search(text), _CURRENT.search(text)
-        component = found.group(1) if found else ""
-        now = current.group(1) if current else ""
+        if found is None or current is None:
+            with self.lock:
+                self.unrecognised += 1
+            return "I cannot read this request."
+        component, now, feedback = found.group(1), current.group(1), current.group(2)
         menu = MENU.get(component, [("neutral", " Be precise."), ("neutral", " Be brief.")])
         draw = _unit(str(self.seed), "informed" if self.informed else "random", text)
-        feedback = text.partition("Feedback from the training batch:")[2]
         helpful = [option for option in menu if option[0] == "helpful"]
         if self.informed and helpful and "negated sentences" in feedback and draw < HELPFUL:
             choice = helpful[0][1]
@@ -197,6 +200,9 @@ def run_arm(name: str, informed: bool, pairs: dict[str, tuple[str, str]], args: 
                                 out=out / f"{name}-seed{seed}")
         result: OptimizeResult = optimize(config)
     seconds = time.monotonic() - start
+    if model.unrecognised:
+        raise SystemExit(f"error: {model.unrecognised} optimiser requests were not in the layout this benchmark "
+                         "reads (Component to rewrite / Current text / Feedback); update SimulatedModel.rewrite")
     state = OptimizeState(result.folder)
     prompt = config.spec.prompt
     candidates = {c.step: c for c in result.candidates}
