@@ -29,7 +29,7 @@ from .stats import accept, paired
 
 Notes = Callable[[str], None]
 # With --structure, every STRUCTURE_EVERY-th step proposes a structure change instead of a rewrite.
-STRUCTURE_EVERY = 2
+STRUCTURE_EVERY = 3
 
 
 def _silent(note: str) -> None:

@@ -92,6 +92,7 @@ def test_budget_stops_cleanly_then_a_rerun_finishes_without_asking_twice(scripte
     assert GOOD in (out / "best.diff").read_text()
     # The best prompt set is a --prompts folder for an ordinary run.
     best = out / state["best_dir"]
+    assert (out / "best").resolve() == best.resolve()  # the README's OUT/best
     with FakeOpenAI(model) as fake:
         run = in_process(capsys, "run", "-d", "prontoqa", "--data-dir", str(data_dir), "--model", "fake", "--base-url", fake.url,
                   "--prompts", str(best), "--limit", "4", "--out", str(tmp_path / "run"), "--llm-cache",

@@ -118,9 +118,9 @@ def test_structure_optimiser_only_takes_changes_from_the_menu(scripted, data_dir
                  json.dumps({"field": "max_rounds", "value": 1})]
     model = scripted(rewrites={"principles": [f"- {GOOD}"]}, structure=proposals)
     with FakeOpenAI(model) as fake:
-        result = optimize(config(fake, tmp_path, data_dir, structure=True))
-    prompt, structure = result.candidates
-    assert prompt.status == "accepted"
+        result = optimize(config(fake, tmp_path, data_dir, structure=True, steps=3))
+    prompt, rewrite, structure = result.candidates  # every third step proposes a structure change
+    assert prompt.status == "accepted" and rewrite.kind == "prompt" and rewrite.status == "rejected"
     assert structure.kind == "structure" and structure.attempts == 3 and structure.change == {"max_rounds": 1}
     # One refinement round instead of three changes nothing here (every program executes): not kept.
     assert structure.status == "rolled_back" and structure.structure is not None
