@@ -301,6 +301,83 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
                  f"tables and chart in {out}")
 
 
+@app.command("optimize")
+def optimize(
+    dataset: str = typer.Option("", "--dataset", "-d", show_default=False, help="built-in dataset (or --task)"),
+    task: Optional[Path] = typer.Option(None, "--task", "-t", help="task file (YAML or JSON) describing your own dataset"),
+    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)"),
+    model: str = typer.Option(..., "--model", "-m", help="model the pipeline runs with (OpenAI-compatible)"),
+    optimizer_model: Optional[str] = typer.Option(None, "--optimizer-model", help="model that judges, writes gradients and rewrites prompts (default: --model)"),
+    base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint"),
+    train_split: str = typer.Option("train", "--train-split", help="split the minibatches come from (missing: the validation split is cut in two)"),
+    val_split: str = typer.Option("dev", "--val-split", help="held-out split that decides whether a candidate is kept"),
+    steps: int = typer.Option(5, "--steps", help="optimisation steps"),
+    batch_size: int = typer.Option(4, "--batch-size", help="training problems per step"),
+    max_calls: Optional[int] = typer.Option(None, "--max-calls", help="stop once this many model requests were sent (cached replies are free)"),
+    max_cost: Optional[float] = typer.Option(None, "--max-cost", help="stop once this much was spent (needs the prices)"),
+    price_prompt: Optional[float] = typer.Option(None, "--price-prompt", help="price per million prompt tokens"),
+    price_completion: Optional[float] = typer.Option(None, "--price-completion", help="price per million completion tokens"),
+    out: Path = typer.Option(Path("results/optimize"), "--out", "-o", help="folder of the optimisation state, prompt sets and report"),
+    unsupervised: bool = typer.Option(False, "--unsupervised", help="use no gold answers: the judge sees none and validation counts executed programs"),
+    z: float = typer.Option(1.0, "--z", help="a candidate is kept when its paired gain exceeds z standard errors"),
+    seed: int = typer.Option(0, "--seed", help="seed for the minibatches"),
+    workers: int = typer.Option(1, "--workers", "-w", help="solver worker processes"),
+    limit_val: Optional[int] = typer.Option(None, "--limit-val", help="at most this many validation problems"),
+    prompts: Optional[Path] = typer.Option(None, "--prompts", help="start from this folder of prompt templates"),
+    structure: bool = typer.Option(False, "--structure", help="also optimise the structure: samples, refinement rounds, backup"),
+    max_concurrency: int = typer.Option(8, "--max-concurrency", help="model requests in flight at once"),
+    llm_timeout: float = typer.Option(120.0, "--llm-timeout", help="seconds per model request"),
+    max_retries: int = typer.Option(5, "--max-retries", help="retries per model request"),
+    llm_cache: Optional[Path] = typer.Option(None, "--llm-cache", help="SQLite cache of model replies (default OUT/llm-cache.sqlite)"),
+) -> None:
+    """Optimise a dataset's prompts: losses, gradients and rewrites on training minibatches, each candidate
+    kept only if it beats the current prompts on held-out validation problems. Re-running resumes."""
+    values = dict(locals())  # the options, before the imports below add names
+    from .optimize.config import OptimizeConfig
+    from .optimize.loop import optimize as run_optimize
+    from .optimize.report import write_report
+
+    values["supervised"] = not values.pop("unsupervised")
+    try:
+        config = OptimizeConfig(**values)
+    except ValidationError as exc:
+        raise _invalid(exc) from None
+    result = run_optimize(config, progress=lambda note: console.print(note, markup=False, highlight=False,
+                                                                           soft_wrap=True))
+    _render_optimize(result)
+    for path in write_report(config.out):
+        stdout.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
+    if result.stopped:
+        console.print(f"stopped early: {result.stopped}; re-run the same command (with more budget) to go on",
+                      markup=False, highlight=False, soft_wrap=True)
+
+
+def _render_optimize(result) -> None:
+    from rich.table import Table
+
+    from .optimize.stats import describe
+
+    decided = {c.step: c for c in result.candidates}
+    table = Table(title=f"optimize {result.folder}: {result.splits.get('note', '')}")
+    for column in ("step", "val score", "candidate", "status", "paired gain", "calls (cached)", "tokens", "cost"):
+        table.add_column(column)
+    for step in result.steps:
+        candidate = decided.get(step.step)
+        what = ""
+        if candidate is not None:
+            what = (f"{candidate.prompt_id}/{candidate.component}" if candidate.kind == "prompt"
+                    else ", ".join(f"{k}={v}" for k, v in candidate.change.items()))
+        table.add_row(str(step.step), f"{step.val_score:.3f}" if step.val_score is not None else "-", what,
+                      candidate.status if candidate else ("start" if step.step == 0 else "-"),
+                      describe(candidate.paired) if candidate and candidate.paired else "-",
+                      f"{step.calls} ({step.cached_calls})", str(step.prompt_tokens + step.completion_tokens),
+                      f"{step.cost:.4f}" if step.cost is not None else "-")
+    Console(width=None if stdout.is_terminal else 200).print(table)
+    stdout.print(f"best: {result.best_dir} (validation {result.best_score:.3f}, start {result.start_score:.3f}); "
+                 f"use it with: logicpipe run --prompts {result.best_dir} ...", markup=False, highlight=False,
+                 soft_wrap=True)
+
+
 @app.command("list")
 def list_() -> None:
     """Datasets and solvers this version knows (needs no LLM)."""

@@ -27,6 +27,8 @@ class RunConfig(BaseModel):
     out: Path = Path("results/run")
     data_dir: Path | None = None
     limit: int | None = Field(default=None, ge=1)
+    # Only these problems of the split (in the split's order); `logicpipe optimize` runs minibatches with it.
+    ids: list[str] | None = None
     workers: int = Field(default=1, ge=1, le=256)
     programs: Path | None = None
     backup: Backup = "random"

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from ..core.task import Task
 from ..core.trajectory import Trajectory
 from ..errors import LLMError, RunStopped
+from ..llm import Completion, Request
 from ..prompts import PromptSet
 from .config import RunConfig
 from .store import Store
@@ -45,6 +47,18 @@ class ErrorBudget:
                              f"(--max-errors); last: {error}; finished records are kept, re-run to resume")
 
 
+class Gate(Protocol):
+    """A spending limit over a run's model requests (`logicpipe optimize --max-calls/--max-cost`)."""
+
+    def admit(self, model: str, requests: list[Request]) -> list[Request]:
+        """The requests that may be sent now (those already cached cost nothing); if fewer than all,
+        the sender stops the run once they are back."""
+        ...
+
+    def charge(self, result: Completion | LLMError) -> None:
+        ...
+
+
 @dataclass
 class RunContext:
     config: RunConfig
@@ -56,6 +70,7 @@ class RunContext:
     metrics: dict = field(default_factory=dict)  # set by evaluate
     # Set while the solver overlaps the model: called with each trajectory once its new program is written.
     on_program: Callable[[Trajectory], None] | None = None
+    gate: Gate | None = None
 
 
 Stage = Callable[[RunContext, "list[Trajectory]"], "list[StageReport]"]

@@ -16,6 +16,7 @@ from typing import Any
 
 from .. import __version__
 from ..core.jsonl import write_json_if_changed
+from ..core.records import text_sha
 from ..errors import UsageError
 from ..llm.constrain import grammar_hash
 from ..prompts import Prompt
@@ -94,6 +95,8 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
                               "logicpipe": __version__, "stages": {}}
     if ctx.task.definition is not None:
         wanted["task"] = ctx.task.definition
+    if ctx.config.ids is not None:  # a chosen subset (an optimiser's minibatch): only that subset resumes here
+        wanted["ids"] = text_sha(*sorted(ctx.config.ids))
     path = stage_dir / RUN_FILE
     recorded: dict[str, Any] = {}
     if path.exists():
@@ -103,6 +106,8 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
                          "pass --overwrite to start afresh, or use another --out")
     differ: list[str] = [key for key in ("dataset", "split", "limit", "logicpipe", "task")
               if key in recorded and recorded[key] != wanted.get(key)]
+    if recorded and recorded.get("ids") != wanted.get("ids"):
+        differ.append("ids")
     stages_then = recorded.get("stages", {})
     wanted["stages"] = dict(stages_then)
     # Refinement solves its repairs with the solve stage's limits, so it answers to those too.

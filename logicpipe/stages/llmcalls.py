@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ..core.records import Usage
-from ..errors import LLMError
+from ..errors import LLMError, RunStopped
 from ..llm import Completion, LLMClient, LLMSettings, Request
 from .config import RunConfig
 from .context import RunContext
@@ -23,8 +23,11 @@ def send(ctx: RunContext, model: str, requests: list[Request], arrived: Callable
     error is charged to the run's budget after its record is written; a fatal one stops the run before."""
     if not requests:
         return
+    allowed = ctx.gate.admit(model, requests) if ctx.gate is not None else requests
 
     def checked(request: Request, result: Result) -> None:
+        if ctx.gate is not None:
+            ctx.gate.charge(result)
         if isinstance(result, LLMError) and result.fatal:
             ctx.budget.check(result)
         arrived(request, result)
@@ -33,9 +36,16 @@ def send(ctx: RunContext, model: str, requests: list[Request], arrived: Callable
 
     client = LLMClient(llm_settings(ctx.config, model))
     try:
-        client.run(requests, checked)
+        client.run(allowed, checked)
     finally:
         client.close()
+    if len(allowed) < len(requests):
+        raise BudgetSpent(f"the model budget is spent: {len(requests) - len(allowed)} requests not sent; "
+                          "finished records are kept")
+
+
+class BudgetSpent(RunStopped):
+    """A gate held requests back: the run stops between requests, with what arrived written."""
 
 
 def usage(results: list[Result]) -> Usage:

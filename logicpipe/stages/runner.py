@@ -16,7 +16,7 @@ from ..prompts import PromptSet
 from ..solvers import get_solver
 from . import evaluate, formulate, interpret, refine, solve
 from .config import RunConfig
-from .context import ErrorBudget, Progress, RunContext, Stage, StageReport, quiet
+from .context import ErrorBudget, Gate, Progress, RunContext, Stage, StageReport, quiet
 from .identity import SEMANTIC, DirectoryLock, check_identity, clear
 from .store import Store, load_trajectories
 
@@ -42,6 +42,12 @@ def task_for(config: RunConfig) -> Task:
 def problems_for(config: RunConfig) -> list[Problem]:
     problems = load_problems(config.spec, config.split, config.data_dir)
     # The loader has checked ids (unique, printable), fields and answers row by row.
+    if config.ids is not None:
+        wanted = set(config.ids)
+        unknown = sorted(wanted - {p.id for p in problems})
+        if unknown:
+            raise DataError(f"no problem {unknown[0]!r} in {config.spec.key}/{config.split}")
+        problems = [p for p in problems if p.id in wanted]
     return problems[: config.limit] if config.limit else problems
 
 
@@ -68,22 +74,24 @@ def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompt
 
 
 def open_context(config: RunConfig, stages: list[str], progress: Progress = quiet,
-                 task: Task | None = None) -> tuple[RunContext, list[Problem]]:
+                 task: Task | None = None, gate: Gate | None = None) -> tuple[RunContext, list[Problem]]:
     task = task or task_for(config)
     problems = problems_for(config)
     prompts = PromptSet(config.prompts)
     _check(config, stages, problems, prompts, task)
     ctx = RunContext(config, task, Store(config.out / task.dataset), prompts,
-                     ErrorBudget(config.error_budget(len(problems))), progress)
+                     ErrorBudget(config.error_budget(len(problems))), progress, gate=gate)
     return ctx, problems
 
 
-def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet) -> RunReport:
-    """Run the named stages (in pipeline order) on the dataset the config names."""
+def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet,
+               gate: Gate | None = None) -> RunReport:
+    """Run the named stages (in pipeline order) on the dataset the config names; `gate`, if given,
+    decides which model requests may be sent (a spending limit)."""
     unknown = [s for s in stages if s not in PIPELINE]
     if unknown:
         raise UsageError(f"unknown stage {unknown[0]!r}; choose from {', '.join(PIPELINE)}")
-    ctx, problems = open_context(config, stages, progress)
+    ctx, problems = open_context(config, stages, progress, gate=gate)
     if config.out.exists() and not config.out.is_dir():
         raise UsageError(f"--out {config.out} is a file, not a directory")
     _need_upstream(ctx, stages)

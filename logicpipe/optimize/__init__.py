@@ -1,0 +1,19 @@
+"""Prompt (and structure) optimisation: a forward run, a judge's loss, textual gradients, rewrites of
+prompt components, and acceptance judged on held-out validation problems."""
+
+from .params import (
+           PromptComponents,
+           PromptParams,
+           Structure,
+           check_candidate,
+           check_demonstrations,
+           split_template,
+)
+from .records import CandidateRecord, GradientRecord, LossRecord, Paired, ProblemOutcome, StepRecord
+from .report import write_report
+from .state import OptimizeState, SavedState
+from .stats import accept, paired
+
+__all__ = ["CandidateRecord", "GradientRecord", "LossRecord", "OptimizeState", "Paired", "ProblemOutcome",
+           "PromptComponents", "PromptParams", "SavedState", "StepRecord", "Structure", "accept", "check_candidate", "check_demonstrations",
+           "paired", "split_template", "write_report"]

@@ -1,0 +1,145 @@
+"""The optimiser's own model requests (loss, gradient, optimize, structure) and the spending limit that
+every request of an optimisation run passes, the pipeline's included."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from ..errors import DataError, LLMError
+from ..llm import Completion, LLMClient, LLMSettings, Request, cache_key
+from ..llm.cache import Cache
+from ..stages.llmcalls import BudgetSpent
+from .config import OptimizeConfig
+
+Result = Completion | LLMError
+
+
+@dataclass
+class Spend:
+    """What the requests of one step cost."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    sent: int = 0  # requests that reached the server (cached ones did not): what --max-calls counts
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+
+
+class Budget:
+    """--max-calls and --max-cost: requests whose reply is cached always pass; others pass while calls and
+    cost are left. A batch that does not fully pass stops the run once what was sent is back (a gate of
+    logicpipe.stages.context.Gate). What was sent is kept in OUT/spent.json after every reply, so a run
+    killed mid-step still counts what it spent when it is resumed."""
+
+    LEDGER = "spent.json"
+
+    def __init__(self, config: OptimizeConfig):
+        self.config = config
+        self.step = Spend()
+        self.total = Spend()  # paid requests of every run of this optimisation (cached ones cost nothing)
+        self.base_url = config.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self._ledger = config.out / self.LEDGER
+        if self._ledger.is_file():
+            try:
+                saved = json.loads(self._ledger.read_text())
+                self.total = Spend(sent=int(saved["sent"]), prompt_tokens=int(saved["prompt_tokens"]),
+                                   completion_tokens=int(saved["completion_tokens"]))
+            except (ValueError, KeyError, TypeError) as exc:
+                raise DataError(f"{self._ledger}: not a spending record ({exc})") from None
+
+    @property
+    def sent(self) -> int:
+        return self.total.sent
+
+    @property
+    def cost(self) -> float:
+        return self.config.cost(self.total.prompt_tokens, self.total.completion_tokens) or 0.0
+
+    def left(self) -> int | None:
+        """Requests that may still be sent (None: no limit on the count)."""
+        if self.config.max_cost is not None and self.cost >= self.config.max_cost:
+            return 0
+        if self.config.max_calls is None:
+            return None
+        return max(0, self.config.max_calls - self.sent)
+
+    def spent(self) -> str | None:
+        """Why nothing more may be sent, or None."""
+        if self.config.max_cost is not None and self.cost >= self.config.max_cost:
+            return f"--max-cost {self.config.max_cost:g} reached (spent {self.cost:.4f})"
+        if self.config.max_calls is not None and self.sent >= self.config.max_calls:
+            return f"--max-calls {self.config.max_calls} reached"
+        return None
+
+    def admit(self, model: str, requests: list[Request]) -> list[Request]:
+        room = self.left()
+        if room is None:
+            return requests
+        # Opened per batch: the pipeline sends from more than one thread, and SQLite handles stay in theirs.
+        cache = Cache(self.config.cache_path)
+        allowed = []
+        try:
+            for request in requests:
+                if cache.get(cache_key(model, self.base_url, request)) is not None:
+                    allowed.append(request)
+                elif room > 0:
+                    allowed.append(request)
+                    room -= 1
+        finally:
+            cache.close()
+        return allowed
+
+    def charge(self, result: Result) -> None:
+        self.step.calls += 1
+        if isinstance(result, Completion) and result.cached:
+            self.step.cached_calls += 1
+            return
+        # A failed request went out too (and may have been paid for), though nothing came back.
+        tokens = (result.prompt_tokens, result.completion_tokens) if isinstance(result, Completion) else (0, 0)
+        for spend in (self.step, self.total):
+            spend.sent += 1
+            spend.prompt_tokens += tokens[0]
+            spend.completion_tokens += tokens[1]
+        self._save()
+
+    def _save(self) -> None:
+        self._ledger.parent.mkdir(parents=True, exist_ok=True)
+        tmp = self._ledger.with_name(f".{self.LEDGER}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({"sent": self.total.sent, "prompt_tokens": self.total.prompt_tokens,
+                                   "completion_tokens": self.total.completion_tokens}) + "\n")
+        os.replace(tmp, self._ledger)
+
+    def new_step(self) -> Spend:
+        """Close the step's account and open the next one."""
+        done, self.step = self.step, Spend()
+        return done
+
+
+def ask(config: OptimizeConfig, budget: Budget, requests: list[Request],
+        arrived: Callable[[Request, Result], None]) -> None:
+    """Send the optimiser's requests (to --optimizer-model) through the cached client and the budget; a
+    fatal model error (bad key, unknown model) stops the run."""
+    if not requests:
+        return
+    model = config.judge
+    allowed = budget.admit(model, requests)
+
+    def charged(request: Request, result: Result) -> None:
+        budget.charge(result)
+        if isinstance(result, LLMError) and result.fatal:
+            raise result
+        arrived(request, result)
+
+    settings = LLMSettings(model=model, base_url=config.base_url, max_concurrency=config.max_concurrency,
+                           max_retries=config.max_retries, timeout=config.llm_timeout, cache_path=config.cache_path)
+    client = LLMClient(settings)
+    try:
+        client.run(allowed, charged)
+    finally:
+        client.close()
+    if len(allowed) < len(requests):
+        raise BudgetSpent(f"{budget.spent() or 'the model budget is spent'}: "
+                          f"{len(requests) - len(allowed)} requests not sent")

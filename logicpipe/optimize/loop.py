@@ -1,0 +1,237 @@
+"""The optimisation loop: per step a forward pass on a training minibatch, the judge's losses, gradients
+backward through the pipeline, one candidate from an optimiser, and the candidate kept only if it beats
+the current state on held-out validation problems by more than noise (a paired comparison on the same
+problems). Everything is written as it happens, so a killed run resumes from the last accepted state and
+its earlier model calls come from the cache."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..errors import RunStopped, UsageError
+from ..prompts import PromptSet
+from ..solvers import get_solver
+from ..stages.llmcalls import BudgetSpent
+from .calls import Budget
+from .config import OptimizeConfig
+from .forward import Trace, batch_tag, forward
+from .gradient import gradients
+from .loss import losses
+from .optimizers import Proposal, choose, propose_prompt, propose_structure
+from .params import PromptParams, Structure, prompt_ids
+from .records import CandidateRecord, StepRecord
+from .splits import Splits, make_splits, minibatch
+from .state import OptimizeState
+from .stats import accept, paired
+
+Notes = Callable[[str], None]
+# With --structure, every STRUCTURE_EVERY-th step proposes a structure change instead of a rewrite.
+STRUCTURE_EVERY = 3
+
+
+def _silent(note: str) -> None:
+    return None
+
+
+@dataclass
+class OptimizeResult:
+    folder: Path
+    splits: dict
+    start_hash: str
+    current_hash: str
+    best_hash: str
+    start_score: float
+    best_score: float
+    steps: list[StepRecord] = field(default_factory=list)
+    candidates: list[CandidateRecord] = field(default_factory=list)
+    stopped: str | None = None  # why the run ended before --steps (a spent budget)
+
+    @property
+    def best_dir(self) -> Path:
+        return self.folder / "prompts" / self.best_hash
+
+
+@dataclass
+class _Current:
+    params: PromptParams
+    structure: Structure
+    folder: Path  # prompts/<hash>/, a --prompts folder
+    scores: dict[str, float]  # validation problem id -> score
+
+    @property
+    def score(self) -> float:
+        return sum(self.scores.values()) / len(self.scores)
+
+
+class _Run:
+    def __init__(self, config: OptimizeConfig, notes: Notes):
+        self.config, self.notes = config, notes
+        spec = config.spec
+        self.formulate_prompt, self.solver = spec.prompt, spec.solver
+        get_solver(self.solver).check()
+        self.splits: Splits = make_splits(config)
+        self.state = OptimizeState(config.out)
+        self.budget = Budget(config)
+
+    def score(self, traces: list[Trace]) -> dict[str, float]:
+        # Supervised: the answer is right. Unsupervised (no gold answers used): a program executed.
+        key = "correct" if self.config.supervised else "executed"
+        return {t.outcome.id: float(getattr(t.outcome, key)) for t in traces}
+
+    def validate(self, params: PromptParams, structure: Structure, folder: Path) -> dict[str, float]:
+        traces = forward(self.config, folder, params.hash, structure, self.splits.val_split, self.splits.val,
+                         batch_tag("val", self.splits.val), self.budget)
+        return self.score(traces)
+
+    def step(self, number: int, current: _Current) -> tuple[_Current, StepRecord]:
+        started = time.monotonic()
+        config, state = self.config, self.state
+        batch = minibatch(self.splits, number, config.batch_size, config.seed)
+        traces = forward(config, current.folder, current.params.hash, current.structure, self.splits.train_split,
+                         batch, batch_tag("train", batch), self.budget)
+        judged = losses(config, self.budget, traces, number)
+        state.append_losses(judged)
+        grads = gradients(config, self.budget, traces, judged, current.params, self.formulate_prompt, self.solver,
+                          number)
+        state.append_gradients(grads)
+        proposal = self.propose(number, current, traces, judged, grads)
+        candidate, chosen = self.judge(number, current, proposal)
+        state.append_candidates([candidate])
+        after = chosen or current
+        spend = self.budget.new_step()
+        record = StepRecord(step=number, accepted=candidate.params_hash if chosen else None, val_score=after.score,
+                            calls=spend.calls, cached_calls=spend.cached_calls, prompt_tokens=spend.prompt_tokens,
+                            completion_tokens=spend.completion_tokens,
+                            cost=config.cost(spend.prompt_tokens, spend.completion_tokens),
+                            seconds=round(time.monotonic() - started, 3))
+        return after, record
+
+    def propose(self, number: int, current: _Current, traces: list[Trace], judged: list, grads: list) -> Proposal:
+        if self.config.structure and number % STRUCTURE_EVERY == 0:
+            # The same change from the same state would be the same candidate: validation has judged it.
+            tried = [c.change for c in self.state.read_candidates()
+                     if c.step < number and c.kind == "structure" and c.status == "rolled_back"
+                     and c.params_hash == current.params.hash and len(c.change) == 1
+                     and c.structure == _changed(current.structure, c.change)]
+            return propose_structure(self.config, self.budget, current.structure, traces, grads, number, tried)
+        prompt_id, component = choose(current.params, self.formulate_prompt, self.solver, number, traces)
+        return propose_prompt(self.config, self.budget, current.params, prompt_id, component, self.solver, grads,
+                              judged, number, self.tried(number, prompt_id, component, current.params))
+
+    def tried(self, number: int, prompt_id: str, component: str, params: PromptParams) -> list[str]:
+        """Rewrites of this component that validation rolled back in earlier steps (so the optimiser does
+        not offer them again). A step redone after a kill sees what it saw the first time, so its
+        requests are the same and come from the cache."""
+        texts = []
+        for candidate in self.state.read_candidates():
+            if (candidate.status, candidate.prompt_id, candidate.component) != ("rolled_back", prompt_id, component):
+                continue
+            if candidate.step >= number:
+                continue
+            if candidate.params_hash is None:
+                continue
+            earlier = self.state.load_params(candidate.params_hash)
+            text = earlier.component(prompt_id, component)
+            if text != params.component(prompt_id, component) and text not in texts:
+                texts.append(text)
+        return texts
+
+    def judge(self, number: int, current: _Current, proposal: Proposal) -> tuple[CandidateRecord, _Current | None]:
+        """The candidate against the current state on the same validation problems."""
+        base = CandidateRecord(step=number, kind="structure" if proposal.kind == "structure" else "prompt",
+                               prompt_id=proposal.prompt_id, component=proposal.component, change=proposal.change,
+                               attempts=proposal.attempts, status="rejected", base_score=current.score)
+        params = proposal.params or current.params
+        structure = proposal.structure or current.structure
+        if proposal.params is None and proposal.structure is None:
+            self.notes(f"step {number}: candidate rejected ({proposal.reason})")
+            return base.model_copy(update={"reason": proposal.reason}), None
+        folder = self.state.save_prompts(params, structure)
+        scores = self.validate(params, structure, folder)
+        ids = sorted(current.scores)
+        comparison = paired([scores[i] for i in ids], [current.scores[i] for i in ids])
+        kept = accept(comparison, self.config.z)
+        new = _Current(params, structure, folder, scores)
+        self.notes(f"step {number}: validation {current.score:.3f} -> {new.score:.3f} "
+                   f"(paired {comparison.mean:+.3f} ± {comparison.se:.3f}): {'accepted' if kept else 'rolled back'}")
+        record = base.model_copy(update={
+            "params_hash": params.hash, "structure": structure.model_dump(), "paired": comparison,
+            "status": "accepted" if kept else "rolled_back", "val_score": new.score,
+            "reason": None if kept else "not better than noise on validation"})
+        return record, new if kept else None
+
+    def start(self) -> tuple[_Current, int, str]:
+        """The state to continue from: the last accepted one (a resumed run), else the start prompts."""
+        ids = prompt_ids(self.formulate_prompt, self.solver)
+        start = PromptParams.from_prompt_set(PromptSet(self.config.prompts), ids)
+        saved = self.state.current()
+        if saved is None:
+            params, structure, done = start, Structure(), 0
+        else:
+            if saved.start_hash != start.hash:
+                raise UsageError(f"{self.config.out} was optimised from another start prompt set "
+                                 f"({saved.start_hash}, now {start.hash}); use another --out")
+            params, structure, done = self.state.load_params(saved.current_hash), saved.structure, saved.step
+        folder = self.state.save_prompts(params, structure)
+        if saved is None:
+            self.state.save_prompts(start, Structure())
+        current = _Current(params, structure, folder, self.validate(params, structure, folder))
+        return current, done, start.hash
+
+
+def _changed(structure: Structure, change: dict) -> dict | None:
+    (name, value), = change.items()
+    return structure.with_change(name, value).model_dump() if Structure.off_menu(name, value) is None else None
+
+
+def optimize(config: OptimizeConfig, progress: Notes = _silent) -> OptimizeResult:
+    """Optimise the prompts (and with config.structure, the structure) of a dataset's pipeline; see the
+    module docstring. Resumes what an earlier run in config.out left."""
+    run = _Run(config, progress)
+    state, budget = run.state, run.budget
+    stopped = None
+    started = time.monotonic()
+    try:
+        current, done, start_hash = run.start()
+        if done == 0 and not state.read_steps():
+            spend = budget.new_step()
+            state.append_steps([StepRecord(step=0, val_score=current.score, calls=spend.calls,
+                                           cached_calls=spend.cached_calls, prompt_tokens=spend.prompt_tokens,
+                                           completion_tokens=spend.completion_tokens,
+                                           cost=config.cost(spend.prompt_tokens, spend.completion_tokens),
+                                           seconds=round(time.monotonic() - started, 3))])
+            state.save(start_hash=start_hash, current_hash=current.params.hash, structure=current.structure,
+                       step=0, splits=run.splits.as_dict(), val_score=current.score)
+        progress(f"{run.splits.note}; validation score {current.score:.3f}")
+        for number in range(done + 1, config.steps + 1):
+            reason = budget.spent()
+            if reason:
+                stopped = reason
+                break
+            current, record = run.step(number, current)
+            state.append_steps([record])
+            state.save(start_hash=start_hash, current_hash=current.params.hash, structure=current.structure,
+                       step=number, splits=run.splits.as_dict(), val_score=current.score)
+    except BudgetSpent as exc:
+        why = budget.spent() or str(exc)
+        if state.current() is None:
+            raise RunStopped(f"{why} before the start prompts were validated on {len(run.splits.val)} problems; "
+                             "re-run with a larger budget to go on (what was answered is cached)") from None
+        stopped = why
+    return result(config, stopped)
+
+
+def result(config: OptimizeConfig, stopped: str | None = None) -> OptimizeResult:
+    state = OptimizeState(config.out)
+    saved = state.current()
+    steps = state.read_steps()
+    if saved is None:
+        raise UsageError(f"{config.out} holds no optimisation state")
+    return OptimizeResult(folder=config.out, splits=saved.splits, start_hash=saved.start_hash,
+                          current_hash=saved.current_hash, best_hash=saved.best_hash,
+                          start_score=steps[0].val_score or 0.0 if steps else 0.0,
+                          best_score=saved.best_score or 0.0, steps=steps, candidates=state.read_candidates(),
+                          stopped=stopped)

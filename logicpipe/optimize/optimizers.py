@@ -1,0 +1,216 @@
+"""The optimisers. The prompt optimiser rewrites one component of one prompt from the batch's gradients,
+under a "learning rate" that bounds how much may change; a rewrite that loses a template variable or
+carries a demonstration that does not run is sent back with the reason, up to three attempts. The
+structure optimiser proposes one change from the structure menu."""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import LLMError
+from ..llm import Request
+from .calls import Budget, Result, ask
+from .config import OptimizeConfig
+from .forward import Trace
+from .params import PromptParams, Structure, check_candidate
+from .records import GradientRecord, LossRecord, Node
+
+ATTEMPTS = 3
+_FENCED = re.compile(r"^```[\w-]*\n(.*?)\n?```$", re.S)
+_JSON = re.compile(r"\{.*\}", re.S)
+_FORMULATE_ORDER = ("principles", "demonstrations", "description", "format")
+_WHAT = {
+    "description": "the task description at the top of the system prompt",
+    "format": "the grammar and output format the program must follow",
+    "demonstrations": ("the worked examples, each starting with 'Example.' and ending with a 'Program:' line and "
+                       "a complete program in the solver's language, separated by blank lines; every program must "
+                       "parse and run"),
+    "principles": "rules learnt from mistakes, one per line starting with '- ' (it may be empty so far)",
+}
+_RATE = {
+    "demonstrations": "add, fix or replace at most one example; keep the others word for word",
+    "principles": "add, change or remove at most two rules; keep the others word for word",
+}
+LEARNING_RATE = "change at most three sentences or lines; keep everything else word for word"
+
+
+@dataclass
+class Proposal:
+    kind: str  # "prompt" or "structure"
+    params: PromptParams | None = None  # the candidate (None: every attempt was rejected)
+    structure: Structure | None = None
+    prompt_id: str | None = None
+    component: str | None = None
+    change: dict[str, Any] = field(default_factory=dict)
+    attempts: int = 0
+    reason: str | None = None  # why the last attempt was rejected
+
+
+def targets(params: PromptParams, formulate_prompt: str, solver: str) -> list[tuple[str, str]]:
+    """The components the prompt optimiser may rewrite, formulate's first (its program decides most)."""
+    order = [(formulate_prompt, c) for c in _FORMULATE_ORDER]
+    order += [("refine", c) for c in _FORMULATE_ORDER] + [(f"guide-{solver}", "principles")]
+    return [(p, c) for p, c in order if p in params.prompts and c in params.prompts[p].trainable]
+
+
+def node_of(prompt_id: str, formulate_prompt: str) -> Node:
+    return "formulate" if prompt_id == formulate_prompt else "refine"
+
+
+def choose(params: PromptParams, formulate_prompt: str, solver: str, step: int,
+           traces: list[Trace]) -> tuple[str, str]:
+    """Round-robin over the components; refine's only while some program of the batch was refined."""
+    every = targets(params, formulate_prompt, solver)
+    refined = any(t.outcome.rounds for t in traces)
+    pool = [t for t in every if refined or node_of(t[0], formulate_prompt) == "formulate"] or every
+    return pool[(step - 1) % len(pool)]
+
+
+def _feedback(gradients: list[GradientRecord], losses: list[LossRecord], node: Node) -> str:
+    score = {loss.id: loss.score for loss in losses}
+    lines = []
+    for gradient in gradients:
+        if gradient.node == node and gradient.error is None and gradient.gradient:
+            judged = score.get(gradient.id)
+            lines.append(f"- (a problem scored {judged:g}/10) {gradient.gradient[:1500]}" if judged is not None
+                         else f"- {gradient.gradient[:1500]}")
+    return "\n".join(lines)
+
+
+def _unfence(text: str) -> str:
+    text = text.strip()
+    fenced = _FENCED.match(text)
+    return fenced.group(1) if fenced else text
+
+
+def _reply(config: OptimizeConfig, budget: Budget, request: Request) -> str | None:
+    got: list[Result] = []
+    ask(config, budget, [request], lambda _request, result: got.append(result))
+    if not got or isinstance(got[0], LLMError):
+        return None
+    return got[0].text
+
+
+def propose_prompt(config: OptimizeConfig, budget: Budget, params: PromptParams, prompt_id: str,
+                   component: str, solver: str, gradients: list[GradientRecord], losses: list[LossRecord],
+                   step: int, tried: list[str] | None = None) -> Proposal:
+    """A rewrite of one component; `tried` holds earlier rewrites of it that validation did not keep."""
+    proposal = Proposal("prompt", prompt_id=prompt_id, component=component)
+    feedback = _feedback(gradients, losses, node_of(prompt_id, config.spec.prompt))
+    if not feedback:
+        proposal.reason = "no feedback for this prompt in the batch"
+        return proposal
+    current = params.component(prompt_id, component)
+    system = ("You improve one component of a prompt that makes a model translate logic problems into programs. "
+              f"Rewrite the component so that the feedback is addressed. Learning rate: "
+              f"{_RATE.get(component, LEARNING_RATE)}. Answer with the new text of the component only.")
+    base = (f"The whole prompt ({prompt_id}), for context:\n{params.render()[prompt_id]}\n\n"
+            f"Component to rewrite: {component}: {_WHAT.get(component, component)}.\n"
+            f"Current text:\n<<<\n{current}\n>>>\n\nFeedback from the training batch of step {step}:\n{feedback}")
+    if tried:
+        base += "\n\nRewrites already tried that did not do better on held-out problems (do not repeat them):\n"
+        base += "\n".join(f"<<<\n{text}\n>>>" for text in tried[-3:])
+    rejected = ""
+    for attempt in range(1, ATTEMPTS + 1):
+        proposal.attempts = attempt
+        # The attempt number keeps a retry from being the same request (whose cached reply would come back).
+        user = base + (f"\n\nAttempt {attempt} of {ATTEMPTS}. Your previous rewrite was rejected: {rejected}. "
+                       "Fix that." if rejected else "")
+        text = _reply(config, budget, Request(f"optimize-{step}-{attempt}",
+                                              [{"role": "system", "content": system},
+                                               {"role": "user", "content": user}],
+                                              0.0, 4096, purpose="optimize", problem=""))
+        if text is None:
+            rejected = "the request failed"
+            continue
+        new_text = _unfence(text)
+        if new_text.strip() == current.strip():
+            rejected = "the rewrite changed nothing"
+            continue
+        candidate = params.with_component(prompt_id, component, new_text)
+        reason = check_candidate(params, candidate, prompt_id, solver)
+        if reason is None:
+            proposal.params, proposal.reason = candidate, None
+            return proposal
+        rejected = reason
+    proposal.reason = rejected
+    return proposal
+
+
+def _summary(traces: list[Trace]) -> str:
+    total = len(traces)
+    executed = sum(t.outcome.executed for t in traces)
+    correct = sum(t.outcome.correct for t in traces)
+    refined = sum(bool(t.outcome.rounds) for t in traces)
+    errors: dict[str, int] = {}
+    for t in traces:
+        if t.outcome.error_category:
+            errors[t.outcome.error_category] = errors.get(t.outcome.error_category, 0) + 1
+    return (f"{total} problems: {executed} programs executed, {correct} answers correct, {refined} refined; "
+            f"errors: {json.dumps(errors) if errors else 'none'}")
+
+
+def parse_change(text: str) -> tuple[str, Any]:
+    found = _JSON.search(text)
+    if found is None:
+        raise ValueError("the reply holds no JSON object")
+    try:
+        data = json.loads(found.group(0))
+    except ValueError as exc:
+        raise ValueError(f"the reply is not JSON: {exc}") from None
+    if not isinstance(data, dict) or not isinstance(data.get("field"), str) or "value" not in data:
+        raise ValueError('answer with {"field": ..., "value": ...}')
+    return data["field"], data["value"]
+
+
+def propose_structure(config: OptimizeConfig, budget: Budget, structure: Structure, traces: list[Trace],
+                      gradients: list[GradientRecord], step: int, tried: list[dict[str, Any]] | None = None) -> Proposal:
+    """One change from the menu; `tried` holds changes that validation already rolled back from this state."""
+    proposal = Proposal("structure")
+    tried = tried or []
+    notes = "\n".join(f"- {g.node}: {g.gradient[:600]}" for g in gradients
+                      if g.node in ("solve", "refine", "interpret") and g.error is None and g.gradient)
+    system = ("You tune the structure of a pipeline that turns logic problems into programs: the number of programs "
+              "sampled per problem (majority vote), the refinement rounds for programs the solver rejects, and the "
+              "backup answer when no program runs. Propose exactly one change from the menu, as JSON: "
+              '{"field": "<option>", "value": <value>}.')
+    base = (f"Current structure: {json.dumps(structure.model_dump(exclude={'temperature'}))}\n"
+            f"Menu: {json.dumps(Structure.MENU)}\nTraining batch: {_summary(traces)}\n"
+            f"Feedback on the steps:\n{notes or '(none)'}")
+    if tried:
+        base += f"\nAlready tried without doing better on held-out problems: {json.dumps(tried)}"
+    rejected = ""
+    for attempt in range(1, ATTEMPTS + 1):
+        proposal.attempts = attempt
+        user = base + (f"\n\nAttempt {attempt} of {ATTEMPTS}. Your previous proposal was rejected: {rejected}."
+                       if rejected else "")
+        text = _reply(config, budget, Request(f"structure-{step}-{attempt}",
+                                              [{"role": "system", "content": system},
+                                               {"role": "user", "content": user}],
+                                              0.0, 512, purpose="structure", problem=""))
+        if text is None:
+            rejected = "the request failed"
+            continue
+        try:
+            name, value = parse_change(text)
+        except ValueError as exc:
+            rejected = str(exc)
+            continue
+        reason = Structure.off_menu(name, value)
+        if reason is None and getattr(structure, name) == value:
+            reason = f"{name} is already {value!r}"
+        if reason is None and {name: value} in tried:
+            reason = f"{name}={value!r} was tried and did no better"
+        if reason is not None:
+            proposal.change = {name: value}
+            rejected = reason
+            continue
+        proposal.change = {name: value}
+        proposal.structure = structure.with_change(name, value)
+        proposal.reason = None
+        return proposal
+    proposal.reason = rejected
+    return proposal

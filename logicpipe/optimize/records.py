@@ -1,0 +1,97 @@
+"""Records of an optimisation run, one pydantic model per JSONL line: what each problem gave under a
+prompt set, the judge's loss, the textual gradients, each candidate and how it was judged, and each step."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..core.records import SCHEMA_VERSION, Usage
+
+Node = Literal["interpret", "solve", "refine", "formulate"]
+CandidateStatus = Literal["accepted", "rolled_back", "rejected"]
+
+
+class _Line(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    schema_version: int = SCHEMA_VERSION
+
+
+class ProblemOutcome(_Line):
+    """What the pipeline made of one problem under one prompt set and structure."""
+
+    id: str
+    split: str
+    correct: bool
+    executed: bool
+    error_category: str | None = None
+    answer: str | None = None
+    gold: str | None = None
+    rounds: int = 0
+    program: str | None = None  # the latest program (after refinement), if any
+    prompt_hash: str | None = None
+
+
+class LossRecord(_Line):
+    """The judge's verdict on one trajectory; score None when the reply did not parse (error says why)."""
+
+    step: int
+    id: str
+    score: float | None = Field(default=None, ge=0, le=10)
+    critique: str = ""
+    supervised: bool = True
+    outcome: ProblemOutcome
+    usage: Usage | None = None
+    error: str | None = None
+
+
+class GradientRecord(_Line):
+    """Textual feedback for one node of one trajectory, conditioned on the node downstream of it."""
+
+    step: int
+    id: str
+    node: Node
+    gradient: str
+    downstream: Node | None = None
+    usage: Usage | None = None
+    error: str | None = None
+
+
+class Paired(BaseModel):
+    """Per-problem differences (new - old) on the same validation problems."""
+
+    model_config = ConfigDict(extra="forbid")
+    n: int
+    mean: float
+    se: float
+    wins: int
+    losses: int
+
+
+class CandidateRecord(_Line):
+    step: int
+    kind: Literal["prompt", "structure"]
+    prompt_id: str | None = None
+    component: str | None = None
+    change: dict[str, Any] = Field(default_factory=dict)  # structure field -> new value
+    params_hash: str | None = None
+    structure: dict[str, Any] | None = None
+    status: CandidateStatus
+    reason: str | None = None
+    val_score: float | None = None
+    base_score: float | None = None
+    paired: Paired | None = None
+    attempts: int = 1
+
+
+class StepRecord(_Line):
+    step: int
+    accepted: str | None = None  # hash of the accepted candidate's prompt set (None: nothing accepted)
+    val_score: float | None = None  # of the state after the step
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float | None = None  # None when no prices were given
+    seconds: float = 0.0

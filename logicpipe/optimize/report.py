@@ -1,0 +1,120 @@
+"""What an optimisation run found, from its folder alone: the validation curve (curve.png), a table per
+step with the paired comparison behind each decision and what it cost (report.md), and the best prompt
+set's changes against the start (best.diff)."""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from ..errors import DataError
+from .records import CandidateRecord, StepRecord
+from .state import OptimizeState, SavedState
+from .stats import describe
+
+
+def write_report(folder: Path) -> list[Path]:
+    state = OptimizeState(folder)
+    saved = state.current()
+    if saved is None:
+        raise DataError(f"{folder} holds no optimisation state (state.json)")
+    steps, candidates = state.read_steps(), state.read_candidates()
+    diff = best_diff(state, saved)
+    paths = [folder / "report.md", folder / "best.diff", folder / "curve.png"]
+    paths[0].write_text(markdown(folder, saved, steps, candidates, bool(diff)), encoding="utf-8")
+    paths[1].write_text(diff, encoding="utf-8")
+    curve(steps, candidates, paths[2])
+    return paths
+
+
+def best_diff(state: OptimizeState, saved: SavedState) -> str:
+    """A unified diff per prompt id, start -> best (empty when the best is the start)."""
+    start, best = state.load_params(saved.start_hash).render(), state.load_params(saved.best_hash).render()
+    chunks: list[str] = []
+    for prompt_id in sorted(set(start) | set(best)):
+        before, after = start.get(prompt_id, ""), best.get(prompt_id, "")
+        chunks.extend(difflib.unified_diff(before.splitlines(keepends=True), after.splitlines(keepends=True),
+                                           f"start/{prompt_id}.txt", f"best/{prompt_id}.txt"))
+    return "".join(line if line.endswith("\n") else line + "\n" for line in chunks)
+
+
+def _what(candidate: CandidateRecord | None) -> str:
+    if candidate is None:
+        return "–"
+    if candidate.kind == "structure":
+        return "structure " + ", ".join(f"{k}={v}" for k, v in candidate.change.items())
+    return f"{candidate.prompt_id}/{candidate.component}"
+
+
+def _score(value: float | None) -> str:
+    return "–" if value is None else f"{value:.3f}"
+
+
+def markdown(folder: Path, saved: SavedState, steps: list[StepRecord], candidates: list[CandidateRecord],
+             changed: bool) -> str:
+    by_step = {c.step: c for c in candidates}
+    lines = ["# Optimisation report", "", f"Splits: {saved.splits.get('note', saved.splits)}."]
+    if saved.carved:
+        lines.append("The dataset has no training split of its own, so the validation split was cut in two; "
+                     "the scores below are on the held-out half, never on the problems the prompts learnt from.")
+    lines += ["", "| step | val score | candidate | candidate score | paired (new - old) | decision | calls (cached) "
+              "| tokens in/out | cost | seconds |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for step in steps:
+        candidate = by_step.get(step.step)
+        paired = describe(candidate.paired) if candidate and candidate.paired else "–"
+        decision: str = "start" if step.step == 0 else (candidate.status if candidate else "–")
+        if candidate is not None and candidate.status == "rejected" and candidate.reason:
+            decision += ": " + candidate.reason.replace("|", "\\|").replace("\n", " ")
+        cost = "–" if step.cost is None else f"{step.cost:.4f}"
+        lines.append(f"| {step.step} | {_score(step.val_score)} | {_what(candidate)} | "
+                     f"{_score(candidate.val_score if candidate else None)} | {paired} | {decision} | "
+                     f"{step.calls} ({step.cached_calls}) | {step.prompt_tokens}/{step.completion_tokens} | {cost} | "
+                     f"{step.seconds:.1f} |")
+    costs = [s.cost for s in steps if s.cost is not None]
+    lines += ["", f"Total: {sum(s.calls for s in steps)} model calls ({sum(s.cached_calls for s in steps)} from the "
+              f"cache), {sum(s.prompt_tokens for s in steps)} prompt and {sum(s.completion_tokens for s in steps)} "
+              f"completion tokens" + (f", cost {sum(costs):.4f}" if costs else "") + "."]
+    accepted = sum(c.status == "accepted" for c in candidates)
+    lines += ["", f"Candidates: {len(candidates)} ({accepted} accepted, "
+              f"{sum(c.status == 'rolled_back' for c in candidates)} rolled back, "
+              f"{sum(c.status == 'rejected' for c in candidates)} rejected before validation)."]
+    best = folder / saved.best_dir
+    lines += ["", "## Best prompt set", "",
+              f"`{saved.best_dir}` (validation score {_score(saved.best_score)}; start {saved.start_hash}, "
+              f"current {saved.current_hash}, {saved.step} step{'' if saved.step == 1 else 's'} done).",
+              "Its changes against the start are in best.diff." if changed else
+              "No candidate beat the start on validation: the best prompt set is the start.",
+              "", "Run with it (any split, e.g. the test split the optimiser never saw):", "", "```",
+              f"logicpipe run --dataset DATASET --model MODEL --prompts {best} {saved.best_structure.flags()}", "```",
+              ""]
+    return "\n".join(lines)
+
+
+def curve(steps: list[StepRecord], candidates: list[CandidateRecord], path: Path) -> None:
+    """Validation score of the current state per step; accepted steps filled, tried candidates as crosses."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, axis = plt.subplots(figsize=(7, 4))
+    points = [(s.step, s.val_score) for s in steps if s.val_score is not None]
+    if points:
+        axis.plot([p[0] for p in points], [p[1] for p in points], "-", color="#2b6cb0",
+                  drawstyle="steps-post", label="current state")
+    accepted = [(s.step, s.val_score) for s in steps if s.accepted is not None and s.val_score is not None]
+    if accepted:
+        axis.plot([p[0] for p in accepted], [p[1] for p in accepted], "o", color="#2f855a", label="accepted step")
+    tried = [(c.step, c.val_score) for c in candidates if c.status == "rolled_back" and c.val_score is not None]
+    if tried:
+        axis.plot([p[0] for p in tried], [p[1] for p in tried], "x", color="#c53030", label="rolled-back candidate")
+    axis.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axis.set_xlabel("step")
+    axis.set_ylabel("validation score")
+    axis.set_title("Validation score per optimisation step", fontsize=10)
+    axis.legend(fontsize=8, frameon=False)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

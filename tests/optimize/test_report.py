@@ -1,0 +1,104 @@
+"""The report of an optimisation folder: the curve, the per-step table, and the best set's diff."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from logicpipe.errors import DataError
+from logicpipe.optimize.params import PromptParams, Structure, prompt_ids
+from logicpipe.optimize.records import CandidateRecord, StepRecord
+from logicpipe.optimize.report import write_report
+from logicpipe.optimize.state import OptimizeState
+from logicpipe.optimize.stats import paired
+from logicpipe.prompts import PromptSet
+
+SPLITS = {"train_split": "dev", "val_split": "dev", "carved": True, "train": 3, "val": 4,
+          "note": "no 'train' split: dev was split by sha256 of each id into 3 training and 4 validation problems"}
+RULE = "- 'X are not Y' is a rule whose conclusion is Y($x, False)."
+
+
+def build(folder: Path) -> tuple[PromptParams, PromptParams]:
+    """A two-step run: step 1 accepted a new principle, step 2 rolled back a rewrite, step 3 was rejected."""
+    state = OptimizeState(folder)
+    start = PromptParams.from_prompt_set(PromptSet(), prompt_ids("prontoqa", "lp"))
+    better = start.with_component("prontoqa", "principles", RULE)
+    worse = better.with_component("prontoqa", "description", "Write something.")
+    for params in (start, better, worse):
+        state.save_prompts(params, Structure())
+    state.save(start_hash=start.hash, current_hash=start.hash, structure=Structure(), step=0, splits=SPLITS,
+               val_score=0.25)
+    state.append_steps([StepRecord(step=0, val_score=0.25, calls=4, prompt_tokens=400, completion_tokens=100,
+                                   cost=0.001)])
+    state.append_candidates([
+        CandidateRecord(step=1, kind="prompt", prompt_id="prontoqa", component="principles", params_hash=better.hash,
+                        status="accepted", val_score=0.75, base_score=0.25, paired=paired([1, 1, 0, 1], [0, 0, 0, 1])),
+        CandidateRecord(step=2, kind="prompt", prompt_id="prontoqa", component="description", params_hash=worse.hash,
+                        status="rolled_back", val_score=0.5, base_score=0.75, paired=paired([1, 0, 0, 1], [1, 1, 0, 1]),
+                        reason="not better than noise on validation"),
+        CandidateRecord(step=3, kind="structure", change={"max_rounds": 7}, status="rejected",
+                        reason="max_rounds=7 is not on the menu [0, 1, 2, 3]", attempts=3),
+    ])
+    state.append_steps([StepRecord(step=1, accepted=better.hash, val_score=0.75, calls=20, cached_calls=2,
+                                   prompt_tokens=9000, completion_tokens=1500, cost=0.02, seconds=3.5),
+                        StepRecord(step=2, val_score=0.75, calls=18, prompt_tokens=8000, completion_tokens=1200,
+                                   cost=0.018, seconds=2.0),
+                        StepRecord(step=3, val_score=0.75, calls=7, prompt_tokens=2000, completion_tokens=300,
+                                   cost=0.004, seconds=0.5)])
+    state.save(start_hash=start.hash, current_hash=better.hash, structure=Structure(max_rounds=1), step=3,
+               splits=SPLITS, val_score=0.75)
+    return start, better
+
+
+def test_report_files(tmp_path: Path) -> None:
+    start, better = build(tmp_path)
+    paths = write_report(tmp_path)
+    assert sorted(p.name for p in paths) == ["best.diff", "curve.png", "report.md"]
+    png = (tmp_path / "curve.png").read_bytes()
+    assert png.startswith(b"\x89PNG") and len(png) > 5000
+    report = (tmp_path / "report.md").read_text()
+    assert "dev was split by sha256" in report and "held-out half" in report
+    assert "| 1 | 0.750 | prontoqa/principles | 0.750 | +0.500 ± 0.289 (2 won, 0 lost of 4) | accepted |" in report
+    assert "| 2 | 0.750 | prontoqa/description | 0.500 | -0.250 ± 0.250 (0 won, 1 lost of 4) | rolled_back |" in report
+    assert "| 3 | 0.750 | structure max_rounds=7 | – | – | rejected: max_rounds=7 is not on the menu" in report
+    assert "| 20 (2) | 9000/1500 | 0.0200 | 3.5 |" in report
+    assert "Total: 49 model calls (2 from the cache), 19400 prompt and 3100 completion tokens, cost 0.0430." in report
+    assert "3 (1 accepted, 1 rolled back, 1 rejected before validation)" in report
+    assert f"--prompts {tmp_path}/prompts/{better.hash} --num-samples 1 --temperature 0 --max-rounds 1" in report
+
+
+def test_best_diff_applies_to_the_start_prompts(tmp_path: Path) -> None:
+    start, better = build(tmp_path / "run")
+    write_report(tmp_path / "run")
+    diff = (tmp_path / "run" / "best.diff").read_text()
+    assert "+++ best/prontoqa.txt" in diff and f"+{RULE}\n" in diff and "+Principles:\n" in diff
+    assert "refine.txt" not in diff  # unchanged prompts are not in the diff
+    if shutil.which("patch") is None:
+        pytest.skip("no patch program")
+    work = tmp_path / "work"
+    shutil.copytree(tmp_path / "run" / "prompts" / start.hash, work / "start")
+    shutil.copytree(work / "start", work / "best")
+    subprocess.run(["patch", "-p0", "-s", "-i", str(tmp_path / "run" / "best.diff")], cwd=work, check=True)
+    assert (work / "best" / "prontoqa.txt").read_text() == better.render()["prontoqa"]
+
+
+def test_no_improvement_says_so(tmp_path: Path) -> None:
+    state = OptimizeState(tmp_path)
+    start = PromptParams.from_prompt_set(PromptSet(), prompt_ids("folio", "fol"))
+    state.save_prompts(start, Structure())
+    state.save(start_hash=start.hash, current_hash=start.hash, structure=Structure(), step=0,
+               splits={"note": "training on train (10), validating on dev (5)", "carved": False}, val_score=0.4)
+    state.append_steps([StepRecord(step=0, val_score=0.4, calls=5)])
+    write_report(tmp_path)
+    assert (tmp_path / "best.diff").read_text() == ""
+    report = (tmp_path / "report.md").read_text()
+    assert "No candidate beat the start" in report and "held-out half" not in report
+    assert "| 0 | 0.400 | – | – | – | start | 5 (0) |" in report
+
+
+def test_a_folder_without_state_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(DataError, match="no optimisation state"):
+        write_report(tmp_path)
