@@ -75,8 +75,7 @@ MENU = {
                ("neutral", "\nWrite the sections in this order, each header on its own line.")],
 }
 _COMPONENT = re.compile(r"Component to rewrite: (\w+)")
-# LP rules contain ">>>" too: the current text ends only where the feedback section begins.
-_CURRENT = re.compile(r"Current text:\n<<<\n(.*?)\n>>>\n\nFeedback from the training batch[^\n]*:\n(.*)", re.S)
+_CURRENT = re.compile(r"Current text:\n<current>\n(.*?)\n</current>\n\nFeedback from the training batch[^\n]*:\n(.*)", re.S)
 
 
 def true_accuracy(text: str) -> float:

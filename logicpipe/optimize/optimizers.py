@@ -109,10 +109,10 @@ def propose_prompt(config: OptimizeConfig, budget: Budget, params: PromptParams,
               f"{_RATE.get(component, LEARNING_RATE)}. Answer with the new text of the component only.")
     base = (f"The whole prompt ({prompt_id}), for context:\n{params.render()[prompt_id]}\n\n"
             f"Component to rewrite: {component}: {_WHAT.get(component, component)}.\n"
-            f"Current text:\n<<<\n{current}\n>>>\n\nFeedback from the training batch of step {step}:\n{feedback}")
+            f"Current text:\n<current>\n{current}\n</current>\n\nFeedback from the training batch of step {step}:\n{feedback}")
     if tried:
         base += "\n\nRewrites already tried that did not do better on held-out problems (do not repeat them):\n"
-        base += "\n".join(f"<<<\n{text}\n>>>" for text in tried[-3:])
+        base += "\n".join(f"<tried>\n{text}\n</tried>" for text in tried[-3:])
     rejected = ""
     for attempt in range(1, ATTEMPTS + 1):
         proposal.attempts = attempt
