@@ -319,7 +319,7 @@ def optimize(
     price_completion: Optional[float] = typer.Option(None, "--price-completion", help="price per million completion tokens"),
     out: Path = typer.Option(Path("results/optimize"), "--out", "-o", help="folder of the optimisation state, prompt sets and report"),
     unsupervised: bool = typer.Option(False, "--unsupervised", help="use no gold answers: the judge sees none and validation counts executed programs"),
-    z: float = typer.Option(1.0, "--z", help="a candidate is kept when its paired gain exceeds z standard errors"),
+    z: float = typer.Option(2.0, "--z", help="a candidate is kept when its paired gain exceeds z standard errors"),
     seed: int = typer.Option(0, "--seed", help="seed for the minibatches"),
     workers: int = typer.Option(1, "--workers", "-w", help="solver worker processes"),
     limit_val: Optional[int] = typer.Option(None, "--limit-val", help="at most this many validation problems"),

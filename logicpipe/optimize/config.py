@@ -29,7 +29,7 @@ class OptimizeConfig(BaseModel):
     price_completion: float | None = Field(default=None, ge=0, le=1e6)
     out: Path = Path("results/optimize")
     supervised: bool = True
-    z: float = Field(default=1.0, ge=0, le=10)
+    z: float = Field(default=2.0, ge=0, le=10)
     seed: int = 0
     workers: int = Field(default=1, ge=1, le=256)
     limit_val: int | None = Field(default=None, ge=2)

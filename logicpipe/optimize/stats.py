@@ -24,7 +24,7 @@ def paired(new: list[float], old: list[float]) -> Paired:
                   wins=sum(d > 0 for d in differences), losses=sum(d < 0 for d in differences))
 
 
-def accept(result: Paired, z: float = 1.0) -> bool:
+def accept(result: Paired, z: float = 2.0) -> bool:
     """A candidate replaces the current state when it is better on average by more than z standard
     errors. With no spread at all (se == 0) the gain must come from at least two problems, so that
     a single lucky problem never decides."""
