@@ -195,7 +195,7 @@ def run_arm(name: str, informed: bool, pairs: dict[str, tuple[str, str]], args: 
     with FakeOpenAI(model) as server:
         config = OptimizeConfig(dataset="prontoqa", data_dir=args.data_dir, model="simulated", base_url=server.url,
                                 train_split="train", val_split="dev", steps=args.steps, batch_size=args.batch_size,
-                                limit_val=args.val, max_calls=args.max_calls, seed=seed, workers=args.workers,
+                                limit_val=args.val, max_calls=args.max_calls, seed=seed, workers=args.workers, z=args.z,
                                 out=out / f"{name}-seed{seed}")
         result: OptimizeResult = optimize(config)
     seconds = time.monotonic() - start
@@ -234,6 +234,7 @@ def main() -> None:
     parser.add_argument("--val", type=int, default=40, help="validation problems")
     parser.add_argument("--seeds", default="0", help="comma-separated seeds, one run of each arm per seed")
     parser.add_argument("--max-calls", type=int, default=None)
+    parser.add_argument("--z", type=float, default=2.0, help="the acceptance test's standard errors")
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
     args = parser.parse_args()
