@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import tempfile
 import time
+from collections import Counter
 from pathlib import Path
 
 from logicpipe.stages import RunConfig, run_stages
@@ -44,9 +46,13 @@ def main() -> None:
         print(f"\n{args.problems} problems per dataset; {settings}")
         print(f"{'dataset':<17}{'mode':<12}{'parse %':>9}{'cut':>5}{'Exe before':>12}{'Exe after':>11}"
               f"{'tok/s':>8}{'s/problem':>11}")
+        failures: Counter[str] = Counter()
         for dataset in args.datasets.split(","):
             for constrain in (False, True):
-                row(dataset, constrain, args, server.url, Path(scratch))
+                row(dataset, constrain, args, server.url, Path(scratch), failures)
+        print("\nparse errors of constrained programs, most common first (numbers and quoted text elided):")
+        for message, count in failures.most_common(12):
+            print(f"{count:>5}  {message}")
 
 
 def baseline(url: str) -> None:
@@ -62,7 +68,8 @@ def baseline(url: str) -> None:
     print(f"baseline, the server alone: {tokens} completion tokens in {wall:.2f} s = {tokens / wall:.1f} tok/s")
 
 
-def row(dataset: str, constrain: bool, args: argparse.Namespace, url: str, scratch: Path) -> None:
+def row(dataset: str, constrain: bool, args: argparse.Namespace, url: str, scratch: Path,
+        failures: Counter[str]) -> None:
     mode = "constrained" if constrain else "free"
     out = scratch / f"{dataset}-{mode}"
     config = RunConfig(dataset=dataset, out=out, data_dir=args.data_dir, limit=args.problems, model=ALIAS,
@@ -75,11 +82,22 @@ def row(dataset: str, constrain: bool, args: argparse.Namespace, url: str, scrat
     cut = sum(1 for path in stage_dir.glob("*.jsonl") if path.name.startswith(("formulate", "refine"))
               for line in path.read_text().splitlines()
               if (json.loads(line).get("usage") or {}).get("completion_tokens") == SETTINGS["max_tokens"])
+    if constrain:
+        for path in stage_dir.glob("solve*.jsonl"):
+            for line in path.read_text().splitlines():
+                error = json.loads(line).get("error") or {}
+                if error.get("category") == "parse":
+                    failures[f"{dataset}: {_shape(error['message'])}"] += 1
     metrics = report.metrics
     before = metrics.get("exe_rate_before_refinement", metrics["exe_rate"])
     tokens = metrics.get("tokens", {}).get("completion_tokens", 0)
     print(f"{dataset:<17}{mode:<12}{100 * parsed / max(programs, 1):>8.1f}%{cut:>5}{before:>11.1f}%"
           f"{metrics['exe_rate']:>10.1f}%{tokens / wall:>8.1f}{wall / metrics['total']:>11.2f}", flush=True)
+
+
+def _shape(message: str) -> str:
+    """A parse error without its line number and quoted program text, so that like errors count together."""
+    return re.sub(r"'[^']*'|\"[^\"]*\"|\d+", "_", message)[:90]
 
 
 if __name__ == "__main__":

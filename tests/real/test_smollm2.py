@@ -15,6 +15,8 @@ pytestmark = pytest.mark.llm
 
 DATASETS = ["prontoqa", "proofwriter", "folio", "logicaldeduction", "ar-lsat"]
 LIMIT = 10
+MAX_ROUNDS = int(str(SETTINGS["max_rounds"]))
+REFINABLE = {"parse", "execution", "timeout"}
 
 
 def records(path):
@@ -78,6 +80,7 @@ def test_every_problem_ends_as_a_record_in_every_stage(real_run, dataset, constr
     assert metrics["total"] == LIMIT and metrics["source"] == f"llm:{ALIAS}"
 
 
+@pytest.mark.timeout(3600)  # alone, it makes all five constrained runs
 def test_constrained_programs_parse(real_run):
     """Grammar-constrained decoding: at least 95% of the programs the model wrote parse, over the
     formulated and the refined ones of every formalism."""
@@ -87,6 +90,7 @@ def test_constrained_programs_parse(real_run):
     assert parsed >= 0.95 * total, counts
 
 
+@pytest.mark.timeout(3600)
 def test_refinement_and_the_cot_backup_ran_against_the_server(real_run):
     """Across the runs the model wrote repairs and chain-of-thought answers, so both paths were taken."""
     repairs = backups = 0
@@ -98,6 +102,3 @@ def test_refinement_and_the_cot_backup_ran_against_the_server(real_run):
                            for r in records(stage_dir / "interpret.jsonl"))
     assert repairs > 0 and backups > 0
 
-
-MAX_ROUNDS = int(SETTINGS["max_rounds"])
-REFINABLE = {"parse", "execution", "timeout"}
