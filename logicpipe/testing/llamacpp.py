@@ -27,7 +27,7 @@ N_CTX = 4096  # the longest prompt (an AR-LSAT refinement, ~1,500 tokens) plus a
 
 # Run settings for the 135M model, shared by the real-model tests and scripts/benchmark_real.py. The
 # server answers one request at a time, so more in flight would only queue and risk timeouts.
-SETTINGS: dict[str, object] = {"max_tokens": 256, "max_rounds": 1, "backup": "cot", "max_concurrency": 1,
+SETTINGS: dict[str, object] = {"max_tokens": 192, "max_rounds": 1, "backup": "cot", "max_concurrency": 1,
                                "llm_timeout": 300.0, "max_retries": 1}
 
 
