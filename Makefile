@@ -7,7 +7,7 @@ WORKERS ?= 2
 # Tests and CI read Logic-LM's files from ../shared/logic-lm unless LOGICPIPE_DATA says otherwise.
 export LOGICPIPE_DATA ?= $(if $(wildcard ../shared/logic-lm/data),$(abspath ../shared/logic-lm),)
 
-.PHONY: setup test test-all check lint table3 table2 reproduce benchmark clean
+.PHONY: setup test test-all test-llm check lint table3 table2 reproduce benchmark clean
 
 setup:
 	bash scripts/setup.sh
@@ -17,6 +17,11 @@ test: setup
 
 test-all: setup
 	$(PY) -m pytest -q -m ""
+
+# The real-model tests: SmolLM2-135M on a local llama.cpp server (scripts/llm-setup.sh installs it).
+test-llm: setup
+	bash scripts/llm-setup.sh
+	$(PY) -m pytest -q -m llm
 
 lint: setup
 	$(BIN)/ruff check logicpipe tests scripts
