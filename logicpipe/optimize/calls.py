@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -143,3 +144,18 @@ def ask(config: OptimizeConfig, budget: Budget, requests: list[Request],
     if len(allowed) < len(requests):
         raise BudgetSpent(f"{budget.spent() or 'the model budget is spent'}: "
                           f"{len(requests) - len(allowed)} requests not sent")
+
+
+_JSON = re.compile(r"\{.*\}", re.S)
+
+
+def reply_json(text: str, reply: str) -> object:
+    """The JSON object a judge or optimiser reply holds (from its first '{' to its last '}');
+    ValueError names the `reply` ("the judge's reply", "the reply") and why it is unusable."""
+    found = _JSON.search(text)
+    if found is None:
+        raise ValueError(f"{reply} holds no JSON object")
+    try:
+        return json.loads(found.group(0))
+    except ValueError as exc:
+        raise ValueError(f"{reply} is not JSON: {exc}") from None

@@ -5,17 +5,14 @@ neither, only what the pipeline did."""
 from __future__ import annotations
 
 import json
-import re
 
 from ..core.records import Usage
 from ..errors import LLMError
 from ..llm import Request
-from .calls import Budget, Result, ask
+from .calls import Budget, Result, ask, reply_json
 from .config import OptimizeConfig
 from .forward import Trace
 from .records import LossRecord
-
-_JSON = re.compile(r"\{.*\}", re.S)
 
 SYSTEM = ("You judge one run of a pipeline that translates a logic problem into a program, runs it in a solver, "
           "repairs programs the solver rejects, and maps the verdict to an answer option. Score the run from 0 "
@@ -43,13 +40,7 @@ def describe(trace: Trace, supervised: bool) -> str:
 
 def parse_loss(text: str) -> tuple[float, str]:
     """The score and critique of a judge's reply; ValueError says why a reply is unusable."""
-    found = _JSON.search(text)
-    if found is None:
-        raise ValueError("the judge's reply holds no JSON object")
-    try:
-        data = json.loads(found.group(0))
-    except ValueError as exc:
-        raise ValueError(f"the judge's reply is not JSON: {exc}") from None
+    data = reply_json(text, "the judge's reply")
     if not isinstance(data, dict):
         raise ValueError("the judge's reply is not a JSON object")
     score = data.get("score")

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..errors import LLMError
 from ..llm import Request
-from .calls import Budget, Result, ask
+from .calls import Budget, Result, ask, reply_json
 from .config import OptimizeConfig
 from .forward import Trace
 from .params import PromptParams, Structure, check_candidate
@@ -20,7 +20,6 @@ from .records import GradientRecord, LossRecord, Node
 
 ATTEMPTS = 3
 _FENCED = re.compile(r"^```[\w-]*\n(.*?)\n?```$", re.S)
-_JSON = re.compile(r"\{.*\}", re.S)
 _FORMULATE_ORDER = ("principles", "demonstrations", "description", "format")
 _WHAT = {
     "description": "the task description at the top of the system prompt",
@@ -154,13 +153,7 @@ def _summary(traces: list[Trace]) -> str:
 
 
 def parse_change(text: str) -> tuple[str, Any]:
-    found = _JSON.search(text)
-    if found is None:
-        raise ValueError("the reply holds no JSON object")
-    try:
-        data = json.loads(found.group(0))
-    except ValueError as exc:
-        raise ValueError(f"the reply is not JSON: {exc}") from None
+    data = reply_json(text, "the reply")
     if not isinstance(data, dict) or not isinstance(data.get("field"), str) or "value" not in data:
         raise ValueError('answer with {"field": ..., "value": ...}')
     return data["field"], data["value"]
