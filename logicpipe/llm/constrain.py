@@ -18,7 +18,8 @@ FIELDS: dict[str, str] = {"gbnf": "grammar", "vllm": "guided_grammar"}
 
 
 def grammar_for(solver: str) -> str:
-    return load(solver)
+    """The decoding form: bounded repetitions, nothing after the last section (grammars/__init__.py)."""
+    return load(solver, decoding=True)
 
 
 def field_for(form: Format) -> str:

@@ -17,6 +17,7 @@ _TOKEN = re.compile(r"""
   | (?P<string>"(?:\\.|[^"\\])*")
   | (?P<cls>\[(?:\\.|[^\]\\])*\])
   | (?P<any>\.)
+  | (?P<count>\{\s*\d+\s*(?:,\s*\d*\s*)?\})
   | (?P<op>[()|*+?])
 """, re.VERBOSE | re.DOTALL)
 
@@ -27,7 +28,7 @@ class GrammarError(Exception):
 
 @dataclass(frozen=True)
 class Node:
-    kind: str  # lit, cls, any, ref, seq, alt, star, plus, opt
+    kind: str  # lit, cls, any, ref, seq, alt, star, plus, opt, rep (value: (low, high or None, item))
     value: Any = None
 
 
@@ -123,8 +124,14 @@ def parse_grammar(text: str) -> dict[str, Node]:
             else:
                 break
             position += 1
-            while peek()[0] == "op" and peek()[1] in "*+?":
-                item = Node({"*": "star", "+": "plus", "?": "opt"}[peek()[1]], item)
+            while (peek()[0] == "op" and peek()[1] in "*+?") or peek()[0] == "count":
+                kind, value = peek()
+                if kind == "count":
+                    low, _, high = value.strip("{} ").partition(",")
+                    bound = int(high) if high.strip() else (None if "," in value else int(low))
+                    item = Node("rep", (int(low), bound, item))
+                else:
+                    item = Node({"*": "star", "+": "plus", "?": "opt"}[value], item)
                 position += 1
             items.append(item)
         return items[0] if len(items) == 1 else Node("seq", tuple(items))
@@ -151,6 +158,8 @@ def _walk(nodes: list[Node]) -> list[Node]:
             stack.extend(node.value)
         elif node.kind in ("star", "plus", "opt"):
             stack.append(node.value)
+        elif node.kind == "rep":
+            stack.append(node.value[2])
     return found
 
 
@@ -162,6 +171,8 @@ def _check_refs(node: Node, rules: dict[str, Node]) -> None:
             _check_refs(child, rules)
     elif node.kind in ("star", "plus", "opt"):
         _check_refs(node.value, rules)
+    elif node.kind == "rep":
+        _check_refs(node.value[2], rules)
 
 
 def _single(node: Node, rules: dict[str, Node], seen: frozenset[str] = frozenset()) -> str | None:
@@ -193,6 +204,11 @@ class Recogniser:
                 single = _single(node.value, self.rules)
                 if single:
                     self.runs[id(node)] = re.compile(f"{single}*")
+            elif node.kind == "rep":
+                low, high, item = node.value
+                single = _single(item, self.rules)
+                if single:
+                    self.runs[id(node)] = re.compile(f"{single}{{0,{'' if high is None else high}}}")
             elif node.kind in ("ref", "alt"):
                 single = _single(node, self.rules)
                 if single:
@@ -220,7 +236,8 @@ class Recogniser:
             if id(node) in self.runs:
                 run = self.runs[id(node)].match(text, start)
                 end = run.end() if run else start
-                return frozenset(range(start + (kind == "plus"), end + 1))
+                fewest = {"star": 0, "plus": 1}.get(kind) if kind != "rep" else node.value[0]
+                return frozenset(range(start + (fewest or 0), end + 1))
             if kind == "ref":
                 key = (node.value, start)
                 if key not in memo:
@@ -238,6 +255,20 @@ class Recogniser:
                 return frozenset(end for child in node.value for end in match(child, start))
             if kind == "opt":
                 return match(node.value, start) | {start}
+            if kind == "rep":
+                # Level by level: the ends after exactly n repetitions, kept from `low` on.
+                low, high, item = node.value
+                level, kept, count = frozenset({start}), set(), 0
+                while level and (high is None or count < high):
+                    if count >= low:
+                        kept |= level
+                    level = frozenset(end for here in level for end in match(item, here) if end != here)
+                    count += 1
+                    if high is None and count > len(text) + low:
+                        break
+                if count >= low and (high is None or count <= high):
+                    kept |= level
+                return frozenset(kept)
             # star / plus: the closure of the child's steps, breadth first.
             first = match(node.value, start)
             reached = set(first)

@@ -38,3 +38,11 @@ root ::= ("\"" [^"\\]* "\"" | [\x41-\x43] | "\u00e9" | "a" | "ab") "-"? "\t"
 def test_a_broken_grammar_is_an_error(grammar):
     with pytest.raises(GrammarError):
         Recogniser(grammar)
+
+
+def test_counted_repetition():
+    recogniser = Recogniser('root ::= ("ab"){2,3} [0-9]{0,2} "x"{1,} "y"{2} ("z" | "w"){1,}\n')
+    for text in ["ababxyyz", "ababab9xyyzw", "abab12xxxyyw"]:
+        assert recogniser.accepts(text), text
+    for text in ["abxyyz", "ababababxyyz", "abab123xyyz", "ababyyz", "ababxyz", "ababxyy"]:
+        assert not recogniser.accepts(text), text

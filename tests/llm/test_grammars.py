@@ -170,3 +170,35 @@ def test_released_programs_sample(language, recognisers, data_dir):
 def test_released_programs_all(language, recognisers, data_dir):
     accepted, syntax_rejects = _check_released(data_dir, language, recognisers, every=1)
     print(f"{language}: {accepted} accepted by parser and grammar, {syntax_rejects} syntax rejects rejected by both")
+
+
+@pytest.fixture(scope="module")
+def decoders():
+    return {language: Recogniser(load(language, decoding=True)) for language in LANGUAGES}
+
+
+# The own programs as a model must write them under --constrain: nothing after the last section.
+DECODED = {"lp": LP.replace("Answer: the program ignores this line\n", ""),
+           "fol": FOL.replace("Answer: True\n", ""), "csp": CSP, "smt": SMT}
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_decoding_grammar_bounds_what_the_exact_grammar_repeats(language, recognisers, decoders):
+    text = DECODED[language]
+    assert decoders[language].accepts(text) and recognisers[language].accepts(text)
+    # Every repetition is bounded: a looping model is made to move on rather than run to max_tokens.
+    assert "*" not in "".join(line.split("#")[0] for line in load(language, decoding=True).splitlines()
+                              if not line.startswith(("any-line", "#"))).replace('"*"', "")
+    if language in ("lp", "fol"):
+        # Text after the final section is ignored by the parser, so the decoding grammar forbids it.
+        assert not decoders[language].accepts(PROGRAMS[language])
+        assert recognisers[language].accepts(PROGRAMS[language])
+
+
+def test_decoding_grammar_stops_a_section_at_its_line_bound(decoders, recognisers):
+    from logicpipe.llm.grammars import LINES
+    head, query = DECODED["lp"].split("Query:")
+    looping = head + "Rules:\n" + "Big($x, True) >>> Red($x, True)\n" * (LINES + 1) + "Query:" + query
+    get_solver("lp").parse(looping)
+    assert recognisers["lp"].accepts(looping) and not decoders["lp"].accepts(looping)
+    assert decoders["lp"].accepts(looping.replace("Big($x, True) >>> Red($x, True)\n", "", 1))
