@@ -17,17 +17,18 @@ Format = Literal["gbnf", "vllm"]
 FIELDS: dict[str, str] = {"gbnf": "grammar", "vllm": "guided_grammar"}
 
 
-def grammar_for(solver: str) -> str:
-    """The decoding form: bounded repetitions, nothing after the last section (grammars/__init__.py)."""
-    return load(solver, decoding=True)
+def grammar_for(solver: str, max_tokens: int | None = None) -> str:
+    """The decoding form: bounded repetitions sized to max_tokens, nothing after the last section
+    (grammars/__init__.py)."""
+    return load(solver, decoding=True, max_tokens=max_tokens)
 
 
 def field_for(form: Format) -> str:
     return FIELDS[form]
 
 
-def grammar_hash(solver: str) -> str:
-    return hashlib.sha256(grammar_for(solver).encode()).hexdigest()
+def grammar_hash(solver: str, max_tokens: int | None = None) -> str:
+    return hashlib.sha256(grammar_for(solver, max_tokens).encode()).hexdigest()
 
 
 def check_refusal(error: LLMError, form: Format) -> None:

@@ -59,7 +59,7 @@ def _ask(ctx: RunContext, todo: list[Trajectory], write: Write) -> None:
     prompt = ctx.prompts.get(ctx.task.prompt)
     samples = config.num_samples
     by_id = {t.id: t for t in todo}
-    grammar = grammar_for(ctx.task.solver) if config.constrain else None
+    grammar = grammar_for(ctx.task.solver, config.max_tokens) if config.constrain else None
     requests = [Request(f"{t.id}\x1f{i}", prompt.render(**problem_fields(t.problem)), config.temperature,
                         config.max_tokens, sample=i, purpose="formulate", problem=t.id, grammar=grammar,
                         grammar_field=field_for(config.constrain_format), stop=prompt.stop)

@@ -84,7 +84,7 @@ def _constraint(ctx: RunContext) -> dict[str, Any]:
     if not ctx.config.constrain:
         return {"constrain": False}
     return {"constrain": True, "constrain_format": ctx.config.constrain_format,
-            "grammar_sha256": grammar_hash(ctx.task.solver)}
+            "grammar_sha256": grammar_hash(ctx.task.solver, ctx.config.max_tokens)}
 
 
 def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:

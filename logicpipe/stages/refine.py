@@ -69,7 +69,7 @@ def _ask(ctx: RunContext, due: list[Trajectory], model: str, round_: int) -> lis
     by_id = {t.id: t for t in todo}
     parents: dict[str, str] = {}
     config = ctx.config
-    grammar = grammar_for(ctx.task.solver) if config.constrain else None
+    grammar = grammar_for(ctx.task.solver, config.max_tokens) if config.constrain else None
     requests = []
     for trajectory in todo:
         parent, latest = trajectory.latest_program(before=round_), trajectory.latest_solve(before=round_)

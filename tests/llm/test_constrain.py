@@ -4,7 +4,7 @@ field, the run records it in its identity, and an endpoint that refuses it stops
 import json
 
 from logicpipe.llm import Request, cache_key, request_body
-from logicpipe.llm.grammars import load
+from logicpipe.llm.constrain import grammar_for
 from logicpipe.testing import FakeOpenAI, Fault, ScriptedReplies
 from tests.conftest import cli
 
@@ -48,7 +48,7 @@ def test_constrained_run_sends_the_grammar_with_formulate_and_refine_requests(da
         assert done.returncode == 0, done.stderr
     purposes = [r["_logicpipe"]["purpose"] for r in fake.requests]
     assert sorted(purposes) == ["formulate"] * 3 + ["refine"]
-    grammar = load("csp", decoding=True)
+    grammar = grammar_for("csp", 2048)
     assert all(r["grammar"] == grammar and "guided_grammar" not in r for r in fake.requests)
     stage_dir = tmp_path / "logicaldeduction"
     refined = records(stage_dir / "refine-1.jsonl")
@@ -65,7 +65,7 @@ def test_vllm_form_sends_guided_grammar(data_dir, tmp_path):
         done = run(fake, data_dir, tmp_path, "--limit", "2", "--constrain", "--constrain-format", "vllm")
         assert done.returncode == 0, done.stderr
     assert len(fake.requests) == 2
-    assert all(r["guided_grammar"] == load("csp", decoding=True) and "grammar" not in r for r in fake.requests)
+    assert all(r["guided_grammar"] == grammar_for("csp", 2048) and "grammar" not in r for r in fake.requests)
 
 
 def test_unconstrained_run_sends_no_grammar_and_cannot_resume_constrained(data_dir, tmp_path):

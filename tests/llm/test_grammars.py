@@ -198,7 +198,25 @@ def test_decoding_grammar_bounds_what_the_exact_grammar_repeats(language, recogn
 def test_decoding_grammar_stops_a_section_at_its_line_bound(decoders, recognisers):
     from logicpipe.llm.grammars import LINES
     head, query = DECODED["lp"].split("Query:")
-    looping = head + "Rules:\n" + "Big($x, True) >>> Red($x, True)\n" * (LINES + 1) + "Query:" + query
+    # The Rules section has three lines: a model that loops on a rule gets LINES - 3 more.
+    looping = head + "Big($x, True) >>> Red($x, True)\n" * (LINES - 2) + "Query:" + query
     get_solver("lp").parse(looping)
     assert recognisers["lp"].accepts(looping) and not decoders["lp"].accepts(looping)
     assert decoders["lp"].accepts(looping.replace("Big($x, True) >>> Red($x, True)\n", "", 1))
+
+
+def test_decoding_lines_are_sized_to_max_tokens():
+    from logicpipe.llm.grammars import LINES, lines_per_section
+    assert lines_per_section("lp", None) == LINES == lines_per_section("lp", 1 << 20)
+    assert lines_per_section("lp", 16) == 2  # never below two lines
+    assert 2 < lines_per_section("lp", 320) < lines_per_section("lp", 640) < LINES
+    assert f"{{0,{lines_per_section('fol', 320)}}}" in load("fol", decoding=True, max_tokens=320)
+
+
+def test_a_decoding_rule_replaces_its_namesake_only_in_the_decoding_grammar(monkeypatch):
+    from logicpipe.llm import grammars
+    text = '# include: common\nroot ::= "a"{chars}\ndecoding-root ::= "b"{lines} "\\n"\n'
+    monkeypatch.setattr(grammars, "_read", lambda name: text if name == "lp" else "ws ::= [ ]{chars}\n")
+    exact, decoding = grammars.load("lp"), grammars.load("lp", decoding=True)
+    assert 'root ::= "a"*' in exact and "decoding-" not in exact
+    assert 'root ::= "b"{0,30} "\\n"' in decoding and '"a"' not in decoding and "decoding-" not in decoding

@@ -4,38 +4,70 @@ A language's file names the shared fragments it uses on its first line (`# inclu
 `load` returns the file with those fragments appended, one self-contained grammar whose start rule
 is `root`.
 
-Each file gives two grammars. Three markers stand where they differ:
-- `{lines}` after the line of a section (or blank lines), `{chars}` after a free-running character
-  class (names, comments, text the parser reads as documentation), `{tail}` for what may follow the
-  last section.
-- The exact grammar (`load(language)`) is the language the parser accepts: `{lines}` and `{chars}`
-  are `*`, and `{tail}` is any lines, which the parser ignores. Tests hold it to the parser.
-- The decoding grammar (`load(language, decoding=True)`), sent with --constrain, is the same grammar
-  with every repetition bounded and nothing after the last section, so a subset of the exact one:
-  a small model that loops on a line or a section is made to move on and finish its program, rather
-  than run to max_tokens and have it cut before the query.
+Each file gives two grammars. Markers stand where they differ:
+- `{sections}` after the sections before the last one, `{lines}` after the line of a section (or
+  blank lines), `{chars}` after a free-running character class or item inside a line (names,
+  comments, arguments), `{tail}` for lines the parser ignores after the last section, and `X{after}`
+  for sections the parser reads after the last required one. A rule named `decoding-X` replaces
+  rule X in the decoding grammar (and is left out of the exact one): a canonical shape for a model
+  to write, where the parser accepts many (sections in their usual order, each once).
+- The exact grammar (`load(language)`) is the language the parser accepts: every marker is `*`
+  (`{tail}` is any lines). Tests hold it to the parser.
+- The decoding grammar (`load(language, decoding=True, max_tokens=N)`), sent with --constrain, is the
+  same grammar with every repetition bounded and nothing after the last section, so a subset of the
+  exact one: a small model that loops on a line or a section is made to move on and finish its
+  program, rather than run to max_tokens and have it cut before the query. The lines per section
+  are sized so that a program of typical lines fits in max_tokens.
 """
 
 from __future__ import annotations
 
+import re
 from importlib import resources
 
 LANGUAGES = ("lp", "fol", "csp", "smt")
 _INCLUDE = "# include:"
-# The decoding bounds: above the longest section (24 lines) and nearly every line (95% are under
-# 160 characters) of the released gpt-4 programs.
+_REPLACE = "decoding-"
+# The decoding bounds. At most LINES lines per section and CHARS per run inside a line: above the
+# longest section (24 lines) and 99% of the lines (178 characters) of the released programs.
 LINES = 30
 CHARS = 200
-_EXACT = {"{lines}": "*", "{chars}": "*", "{tail}": "any-line*"}
-_DECODING = {"{lines}": f"{{0,{LINES}}}", "{chars}": f"{{0,{CHARS}}}", "{tail}": ""}
+# Sections a program may repeat before its last one, per language (LP: predicates, facts, rules).
+SECTIONS = {"lp": 3, "fol": 2, "csp": 3, "smt": 2}
+# Tokens in a program line with its ':::' comment, counted generously (SmolLM2's tokenizer: 12 to 18
+# on its own lines), so that a model that fills every section still ends within max_tokens.
+LINE_TOKENS = 20
 
 
 def _read(name: str) -> str:
     return resources.files(__package__).joinpath(f"{name}.gbnf").read_text(encoding="utf-8")
 
 
-def load(language: str, decoding: bool = False) -> str:
-    """The complete grammar for a solver's language (lp, fol, csp, smt): exact, or for decoding."""
+def lines_per_section(language: str, max_tokens: int | None) -> int:
+    """LINES, or fewer where max_tokens would not hold every section (and the last) at that length."""
+    if max_tokens is None:
+        return LINES
+    return max(2, min(LINES, max_tokens // LINE_TOKENS // (SECTIONS[language] + 1)))
+
+
+def _pick_rules(grammar: str, decoding: bool) -> str:
+    """Keep X or its `decoding-X` replacement (rules are one line each in these files)."""
+    lines = grammar.splitlines()
+    replaced = {line.split("::=")[0].strip()[len(_REPLACE):] for line in lines if line.startswith(_REPLACE)}
+    kept = []
+    for line in lines:
+        name = line.split("::=")[0].strip() if "::=" in line and not line.startswith("#") else ""
+        if name.startswith(_REPLACE):
+            if decoding:
+                kept.append(line[len(_REPLACE):])
+        elif not (decoding and name in replaced):
+            kept.append(line)
+    return "\n".join(kept) + "\n"
+
+
+def load(language: str, decoding: bool = False, max_tokens: int | None = None) -> str:
+    """The complete grammar for a solver's language (lp, fol, csp, smt): exact, or for decoding
+    replies of at most max_tokens tokens."""
     if language not in LANGUAGES:
         raise ValueError(f"no grammar for language {language!r}; known: {', '.join(LANGUAGES)}")
     text = _read(language)
@@ -44,6 +76,14 @@ def load(language: str, decoding: bool = False) -> str:
     if first.startswith(_INCLUDE):
         parts += [_read(name) for name in first[len(_INCLUDE):].split()]
     grammar = "\n".join(part.rstrip("\n") for part in parts) + "\n"
-    for marker, value in (_DECODING if decoding else _EXACT).items():
+    grammar = _pick_rules(grammar, decoding)
+    if not decoding:
+        marks = {"{sections}": "*", "{lines}": "*", "{chars}": "*", "{tail}": "any-line*", "{after}": "*"}
+    else:
+        grammar = re.sub(r"\S+\{after\}", "", grammar)
+        marks = {"{sections}": f"{{0,{SECTIONS[language]}}}",
+                 "{lines}": f"{{0,{lines_per_section(language, max_tokens)}}}", "{chars}": f"{{0,{CHARS}}}",
+                 "{tail}": ""}
+    for marker, value in marks.items():
         grammar = grammar.replace(marker, value)
     return grammar
