@@ -1,6 +1,7 @@
 """A real model end to end: SmolLM2-135M-Instruct on a local llama.cpp server (started here, 2 threads),
-`logicpipe run` on N problems of every formalism, with and without --constrain, at the settings the
-real-model tests use (logicpipe/testing/llamacpp.py SETTINGS). Needs `bash scripts/llm-setup.sh`.
+`logicpipe run` on the real-model tests' problems (ten per formalism) or N per dataset, with and
+without --constrain, at the settings those tests use (logicpipe/testing/llamacpp.py: SETTINGS,
+settings(constrain)). Needs `bash scripts/llm-setup.sh`.
 
 Per formalism and mode it prints:
   parse %    programs that parsed, over every program the model wrote (formulated and refined)
@@ -11,7 +12,7 @@ Per formalism and mode it prints:
 The baseline, measured first in the same run, is the server alone: one unconstrained chat completion
 of max_tokens tokens, its completion tokens over its wall time.
 
-usage: python scripts/benchmark_real.py [--data-dir DIR] [--problems 10] [--datasets prontoqa,...]
+usage: python scripts/benchmark_real.py [--data-dir DIR] [--problems N] [--datasets prontoqa,...]
 """
 
 from __future__ import annotations
@@ -25,16 +26,23 @@ from collections import Counter
 from pathlib import Path
 
 from logicpipe.stages import RunConfig, run_stages
-from logicpipe.testing.llamacpp import ALIAS, SETTINGS, LlamaServer, missing, parse_counts, smollm2_gguf
-
-DATASETS = "prontoqa,proofwriter,folio,logicaldeduction,ar-lsat"
+from logicpipe.testing.llamacpp import (
+    ALIAS,
+    PROBLEMS,
+    SETTINGS,
+    LlamaServer,
+    missing,
+    parse_counts,
+    settings,
+    smollm2_gguf,
+)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data-dir", type=Path, default=None)
-    parser.add_argument("--problems", type=int, default=10)
-    parser.add_argument("--datasets", default=DATASETS)
+    parser.add_argument("--problems", type=int, default=None, help="per dataset (default: as the tests)")
+    parser.add_argument("--datasets", default=",".join(PROBLEMS))
     args = parser.parse_args()
     reason = missing()
     model = smollm2_gguf()
@@ -42,8 +50,9 @@ def main() -> None:
         raise SystemExit(f"error: {reason}")
     with tempfile.TemporaryDirectory() as scratch, LlamaServer(model, log=Path(scratch) / "server.log") as server:
         baseline(server.url)
-        settings = ", ".join(f"{k}={v}" for k, v in SETTINGS.items())
-        print(f"\n{args.problems} problems per dataset; {settings}")
+        shown = ", ".join(f"{k}={v}" for k, v in SETTINGS.items())
+        count = args.problems or ", ".join(f"{k} {v}" for k, v in PROBLEMS.items())
+        print(f"\nproblems per dataset: {count}; {shown} (constrained runs: backup=random)")
         print(f"{'dataset':<17}{'mode':<12}{'parse %':>9}{'cut':>5}{'Exe before':>12}{'Exe after':>11}"
               f"{'tok/s':>8}{'s/problem':>11}")
         failures: Counter[str] = Counter()
@@ -72,8 +81,9 @@ def row(dataset: str, constrain: bool, args: argparse.Namespace, url: str, scrat
         failures: Counter[str]) -> None:
     mode = "constrained" if constrain else "free"
     out = scratch / f"{dataset}-{mode}"
-    config = RunConfig(dataset=dataset, out=out, data_dir=args.data_dir, limit=args.problems, model=ALIAS,
-                       base_url=url, llm_cache=out / "cache.sqlite", constrain=constrain, **SETTINGS)
+    config = RunConfig(dataset=dataset, out=out, data_dir=args.data_dir, limit=args.problems or PROBLEMS[dataset],
+                       model=ALIAS, base_url=url, llm_cache=out / "cache.sqlite", constrain=constrain,
+                       **settings(constrain))
     start = time.perf_counter()
     report = run_stages(config, ["formulate", "solve", "refine", "interpret", "evaluate"])
     wall = time.perf_counter() - start

@@ -27,13 +27,24 @@ N_CTX = 4096  # the longest prompt (an AR-LSAT refinement, ~1,500 tokens) plus a
 
 # Run settings for the 135M model, shared by the real-model tests and scripts/benchmark_real.py. The
 # server answers one request at a time, so more in flight would only queue and risk timeouts.
-SETTINGS: dict[str, object] = {"max_tokens": 192, "max_rounds": 1, "backup": "cot", "max_concurrency": 1,
+SETTINGS: dict[str, object] = {"max_tokens": 256, "max_rounds": 1, "backup": "cot", "max_concurrency": 1,
                                "llm_timeout": 300.0, "max_retries": 1}
+# Problems per dataset: ten per formalism (ProntoQA and ProofWriter share logic programming).
+PROBLEMS = {"prontoqa": 5, "proofwriter": 5, "folio": 10, "logicaldeduction": 10, "ar-lsat": 10}
 
 
-def cli_options(settings: dict[str, object] = SETTINGS) -> list[str]:
-    """SETTINGS as `logicpipe run` options."""
-    return [part for name, value in settings.items() for part in (f"--{name.replace('_', '-')}", str(value))]
+def settings(constrain: bool) -> dict[str, object]:
+    """SETTINGS for a run with or without --constrain. Constrained runs fall back to a random answer:
+    the chain-of-thought backup is the same unconstrained request either way, so it is exercised by
+    the free runs, and grammar sampling is slow enough (about 4x on 2 cores) to keep the rest short."""
+    return {**SETTINGS, "backup": "random"} if constrain else dict(SETTINGS)
+
+
+def cli_options(constrain: bool) -> list[str]:
+    """settings(constrain) as `logicpipe run` options."""
+    options = [part for name, value in settings(constrain).items()
+               for part in (f"--{name.replace('_', '-')}", str(value))]
+    return [*options, "--constrain"] if constrain else options
 
 
 def smollm2_gguf() -> Path | None:

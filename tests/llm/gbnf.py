@@ -26,6 +26,12 @@ class GrammarError(Exception):
     pass
 
 
+# llama.cpp refuses a grammar where a repetition's bound, or the rules its item generates times the
+# bound, reaches this (MAX_REPETITION_THRESHOLD in src/llama-grammar.cpp); llama-cpp-python's server
+# then drops the connection rather than answering 400. The parser below applies the same rule.
+LLAMA_REPETITION_LIMIT = 2000
+
+
 @dataclass(frozen=True)
 class Node:
     kind: str  # lit, cls, any, ref, seq, alt, star, plus, opt, rep (value: (low, high or None, item))
@@ -88,6 +94,8 @@ def parse_grammar(text: str) -> dict[str, Node]:
         raise GrammarError("unreadable text in the grammar")
     rules: dict[str, Node] = {}
     position = 0
+    symbols: set[str] = set()  # rule names seen, as llama.cpp numbers them
+    generated = 0  # rules llama.cpp generates for groups and repetitions
 
     def peek(offset: int = 0) -> tuple[str | None, str]:
         index = position + offset
@@ -102,13 +110,15 @@ def parse_grammar(text: str) -> dict[str, Node]:
         return options[0] if len(options) == 1 else Node("alt", tuple(options))
 
     def sequence() -> Node:
-        nonlocal position
+        nonlocal position, generated
         items: list[Node] = []
         while True:
             kind, value = peek()
+            before = generated + len(symbols)
             if kind == "name" and peek(1)[0] == "define":
                 break  # the next rule starts
             if kind == "name":
+                symbols.add(value)
                 item = Node("ref", value)
             elif kind == "string":
                 item = Node("lit", "".join(_unescape(value[1:-1])))
@@ -118,6 +128,7 @@ def parse_grammar(text: str) -> dict[str, Node]:
                 item = Node("any")
             elif (kind, value) == ("op", "("):
                 position += 1
+                generated += 1
                 item = alternatives()
                 if peek() != ("op", ")"):
                     raise GrammarError("missing ')'")
@@ -131,7 +142,14 @@ def parse_grammar(text: str) -> dict[str, Node]:
                     bound = int(high) if high.strip() else (None if "," in value else int(low))
                     item = Node("rep", (int(low), bound, item))
                 else:
+                    bound, low = {"*": (None, "0"), "+": (None, "1"), "?": (1, "0")}[value]
                     item = Node({"*": "star", "+": "plus", "?": "opt"}[value], item)
+                repeated = max(1, generated + len(symbols) - before)
+                if int(low) > LLAMA_REPETITION_LIMIT or (bound or 0) > LLAMA_REPETITION_LIMIT or \
+                        repeated * (bound or 1) >= LLAMA_REPETITION_LIMIT:
+                    raise GrammarError(f"llama.cpp refuses {value}: an item of {repeated} rules repeated "
+                                       f"up to {bound} times reaches its limit of {LLAMA_REPETITION_LIMIT}")
+                generated += 1 if bound is None else bound - int(low)
                 position += 1
             items.append(item)
         return items[0] if len(items) == 1 else Node("seq", tuple(items))
@@ -141,6 +159,7 @@ def parse_grammar(text: str) -> dict[str, Node]:
         if kind != "name" or peek(1)[0] != "define":
             raise GrammarError(f"expected 'name ::=' at token {name!r}")
         position += 2
+        symbols.add(name)
         rules[name] = alternatives()
     for node in rules.values():
         _check_refs(node, rules)

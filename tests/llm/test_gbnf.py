@@ -46,3 +46,12 @@ def test_counted_repetition():
         assert recogniser.accepts(text), text
     for text in ["abxyyz", "ababababxyyz", "abab123xyyz", "ababyyz", "ababxyz", "ababxyy"]:
         assert not recogniser.accepts(text), text
+
+
+def test_repetitions_llama_cpp_refuses_are_refused():
+    # A bounded repetition of an item that itself generates many rules (a nested bounded repetition).
+    with pytest.raises(GrammarError, match="llama.cpp refuses"):
+        Recogniser('root ::= ("a" [b]{0,100}){0,30}\n')
+    with pytest.raises(GrammarError, match="llama.cpp refuses"):
+        Recogniser('root ::= "a"{0,2001}\n')
+    Recogniser('root ::= item{0,30}\nitem ::= "a" [b]{0,100}\n')  # a rule reference is one rule

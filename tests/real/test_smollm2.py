@@ -8,13 +8,12 @@ import json
 
 import pytest
 
-from logicpipe.testing.llamacpp import ALIAS, SETTINGS, cli_options, parse_counts
+from logicpipe.testing.llamacpp import ALIAS, PROBLEMS, SETTINGS, cli_options, parse_counts
 from tests.conftest import cli
 
 pytestmark = pytest.mark.llm
 
-DATASETS = ["prontoqa", "proofwriter", "folio", "logicaldeduction", "ar-lsat"]
-LIMIT = 10
+DATASETS = list(PROBLEMS)
 MAX_ROUNDS = int(str(SETTINGS["max_rounds"]))
 REFINABLE = {"parse", "execution", "timeout"}
 
@@ -32,9 +31,9 @@ def real_run(llama_server, data_dir, tmp_path_factory):
         key = (dataset, constrain)
         if key not in made:
             out = tmp_path_factory.mktemp(f"{dataset}-{'constrained' if constrain else 'free'}")
-            done = cli("run", "-d", dataset, "--data-dir", str(data_dir), "--out", str(out), "--limit", str(LIMIT),
-                       "--model", ALIAS, "--base-url", llama_server.url, "--llm-cache", str(out / "cache.sqlite"),
-                       *cli_options(), *(["--constrain"] if constrain else []), timeout=1500)
+            done = cli("run", "-d", dataset, "--data-dir", str(data_dir), "--out", str(out),
+                       "--limit", str(PROBLEMS[dataset]), "--model", ALIAS, "--base-url", llama_server.url,
+                       "--llm-cache", str(out / "cache.sqlite"), *cli_options(constrain), timeout=1500)
             assert done.returncode == 0, done.stderr
             made[key] = out / dataset
         return made[key]
@@ -50,7 +49,7 @@ def test_every_problem_ends_as_a_record_in_every_stage(real_run, dataset, constr
     stage_dir = real_run(dataset, constrain)
     formulated = records(stage_dir / "formulate.jsonl")
     ids = [r["id"] for r in formulated]
-    assert len(ids) == LIMIT == len(set(ids))
+    assert len(ids) == PROBLEMS[dataset] == len(set(ids))
     for record in formulated:
         # Written by the server in this run: one call, not from a cache, with real token counts.
         assert record["source"] == f"llm:{ALIAS}" and record["error"] is None, record
@@ -74,12 +73,14 @@ def test_every_problem_ends_as_a_record_in_every_stage(real_run, dataset, constr
     for record in records(stage_dir / "interpret.jsonl"):
         if record["executed"]:
             assert record["backup"] is None
+        elif constrain:
+            assert record["backup"] == "random", record
         else:
             # The chain-of-thought answer was asked of the server (its answer may still be unusable).
             assert record["backup"].startswith("cot"), record
             assert record["usage"]["calls"] == 1 and record["usage"]["completion_tokens"] > 0, record
     metrics = json.loads((stage_dir / "metrics.json").read_text())
-    assert metrics["total"] == LIMIT and metrics["source"] == f"llm:{ALIAS}"
+    assert metrics["total"] == PROBLEMS[dataset] and metrics["source"] == f"llm:{ALIAS}"
 
 
 # Not reached yet (measured with make test-llm, max_tokens 192): 2 of the 69 constrained programs
@@ -96,7 +97,7 @@ def test_constrained_programs_parse(real_run):
     formulated and the refined ones of every formalism."""
     counts = {dataset: parse_counts(real_run(dataset, True)) for dataset in DATASETS}
     parsed, total = (sum(c[i] for c in counts.values()) for i in (0, 1))
-    assert total >= len(DATASETS) * LIMIT
+    assert total >= sum(PROBLEMS.values())
     assert parsed >= 0.95 * total, counts
 
 
