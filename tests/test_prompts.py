@@ -28,9 +28,10 @@ def test_render_fills_fields_and_splits_system_from_user():
 def test_prompts_have_ids_and_content_hashes_and_a_folder_overrides_by_name(tmp_path):
     shipped = PromptSet().get("refine")
     assert shipped.id == "refine" and len(shipped.hash) == 12
-    (tmp_path / "refine.txt").write_text("Fix it.\n=== user ===\n{{program}}\n")
+    fields = "{{context}} {{question}} {{options}} {{guide}} {{error}}"
+    (tmp_path / "refine.txt").write_text(f"Fix it.\n=== user ===\n{{{{program}}}} {fields}\n")
     mine = PromptSet(tmp_path)
-    assert mine.get("refine").hash != shipped.hash and mine.get("refine").fields == {"program"}
+    assert mine.get("refine").hash != shipped.hash and mine.get("refine").fields == shipped.fields
     assert mine.get("folio") == PromptSet().get("folio")
     assert PromptSet().guide("lp").startswith("- Every atom ends with its truth value")
 

@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import DataError, LLMError
+from ..errors import DataError, LLMError, RunStopped
 from ..llm import Completion, LLMClient, LLMSettings, Request, cache_key
 from ..llm.cache import Cache
 from ..stages.llmcalls import BudgetSpent
@@ -41,7 +41,8 @@ class Budget:
         self.config = config
         self.step = Spend()
         self.total = Spend()  # paid requests of every run of this optimisation (cached ones cost nothing)
-        self.base_url = config.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self.replies = 0  # paid replies this run received (a run that got none may leave a new OUT unmade)
+        self.base_url = config.endpoint
         self._ledger = config.out / self.LEDGER
         if self._ledger.is_file():
             try:
@@ -100,6 +101,7 @@ class Budget:
             return
         # A failed request went out too (and may have been paid for), though nothing came back.
         tokens = (result.prompt_tokens, result.completion_tokens) if isinstance(result, Completion) else (0, 0)
+        self.replies += isinstance(result, Completion)
         for spend in (self.step, self.total):
             spend.sent += 1
             spend.prompt_tokens += tokens[0]
@@ -110,7 +112,10 @@ class Budget:
         self._ledger.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._ledger.with_name(f".{self.LEDGER}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"sent": self.total.sent, "prompt_tokens": self.total.prompt_tokens,
-                                   "completion_tokens": self.total.completion_tokens}) + "\n")
+                                   "completion_tokens": self.total.completion_tokens,
+                                   # at this run's prices (those --max-cost counts with); None without
+                                   "cost": self.config.cost(self.total.prompt_tokens,
+                                                            self.total.completion_tokens)}) + "\n")
         os.replace(tmp, self._ledger)
 
     def new_step(self) -> Spend:
@@ -131,7 +136,7 @@ def ask(config: OptimizeConfig, budget: Budget, requests: list[Request],
     def charged(request: Request, result: Result) -> None:
         budget.charge(result)
         if isinstance(result, LLMError) and result.fatal:
-            raise result
+            raise model_stop(result)
         arrived(request, result)
 
     settings = LLMSettings(model=model, base_url=config.base_url, max_concurrency=config.max_concurrency,
@@ -144,6 +149,13 @@ def ask(config: OptimizeConfig, budget: Budget, requests: list[Request],
     if len(allowed) < len(requests):
         raise BudgetSpent(f"{budget.spent() or 'the model budget is spent'}: "
                           f"{len(requests) - len(allowed)} requests not sent")
+
+
+def model_stop(error: LLMError) -> RunStopped:
+    """A model failure that ends the run (a bad key, an unknown model, an endpoint that keeps failing),
+    in optimize's own options."""
+    return RunStopped(f"the model failed ({error}); check --model, --optimizer-model, --base-url and the API key, "
+                      "then re-run the same command to go on (what was answered is cached)")
 
 
 _JSON = re.compile(r"\{.*\}", re.S)
