@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.records import REVISE_SOURCE
 from ..data.fetch import cache_dir
 from ..data.loaders import data_root, load_problems
 from ..data.registry import get_dataset, source
@@ -38,6 +39,11 @@ def load_run(run_dir: Path, data_dir: Path | str | None = None, dataset: str | N
     folders = [d for d in sorted(run_dir.iterdir()) if d.is_dir() and _is_stage_dir(d)]
     if not folders and _is_stage_dir(run_dir):  # given RUN/<dataset> itself
         folders = [run_dir]
+    if not folders:
+        if (run_dir / "state.json").is_file() and (run_dir / "prompts").is_dir():
+            raise UsageError(f"{run_dir} is a `logicpipe optimize` folder, not a run: its report is "
+                             f"{run_dir / 'report.md'}; view a run made with `logicpipe run --prompts {run_dir / 'best'}`")
+        raise UsageError(f"{run_dir} holds no run records (no <dataset>/ folder with stage files)")
     if dataset is not None:
         wanted = _dataset_key(dataset)
         chosen = [d for d in folders if d.name == wanted]
@@ -142,15 +148,22 @@ def _problem(dataset: str, identifier: str, stage: dict[str, dict[str, dict]],
              rounds: list[tuple[dict[str, dict], dict[str, dict], dict[str, dict]]], text: dict) -> dict:
     formulated = stage["formulate"].get(identifier, {})
     history = [_round(0, formulated, stage["solve"].get(identifier, {}))]
+    standing = history[0]  # the round whose program the problem ended with
     for number, (refined, solved, decided) in enumerate(rounds, start=1):
         if identifier in refined or identifier in solved:
             history.append(_round(number, refined.get(identifier, {}), solved.get(identifier, {}),
                                   decided.get(identifier, {})))
+            # A semantic revision stands only once it won its comparison (core/trajectory.py: stands).
+            revision = str(refined.get(identifier, {}).get("source", "")).startswith(REVISE_SOURCE)
+            if not revision or decided.get(identifier, {}).get("revised") is True:
+                standing = history[-1]
     for before, after in zip(history, history[1:]):
         after["diff"] = _diff(before["program"], after["program"], before["round"], after["round"])
     evaluated = stage["evaluate"].get(identifier, {})
     interpreted = stage["interpret"].get(identifier, {})
-    error = _first_error(evaluated, interpreted, history[-1])
+    error = _first_error(evaluated, interpreted, standing)
+    if error is None and (evaluated or interpreted) and evaluated.get("final", interpreted.get("final")) is None:
+        error = {"category": "no_answer", "message": "the run ended with no answer for this problem"}
     # Problem text: the dataset's, else whatever the records carry.
     merged = {**formulated, **evaluated, **text}
     return {
