@@ -31,13 +31,15 @@ class Splits:
             why = (f"--train-split and --val-split are both {self.val_split}" if self.asked == self.val_split
                    else f"no '{self.asked}' split")
             return (f"{why}: {self.val_split} was split by sha256 of each id into "
-                    f"{len(self.train)} training and {self._val} validation problems")
-        return f"training on {self.train_split} ({len(self.train)}), validating on {self.val_split} ({self._val})"
+                    f"{len(self.train)} training and {max(self.val_total, len(self.val))} validation problems"
+                    + (f", of which --limit-val keeps {len(self.val)}" if self._limited else ""))
+        kept = f", of which --limit-val keeps {len(self.val)}" if self._limited else ""
+        return (f"training on {self.train_split} ({len(self.train)}), validating on {self.val_split} "
+                f"({max(self.val_total, len(self.val))}{kept})")
 
     @property
-    def _val(self) -> str:
-        kept = len(self.val)
-        return f"{kept} of {self.val_total} by --limit-val" if self.val_total > kept else str(kept)
+    def _limited(self) -> bool:
+        return self.val_total > len(self.val)
 
     def as_dict(self) -> dict:
         return {"train_split": self.train_split, "val_split": self.val_split, "carved": self.carved,
