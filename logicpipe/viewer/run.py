@@ -95,7 +95,8 @@ def _read_json(path: Path, warnings: list[str]) -> dict:
 
 
 def _read_jsonl(path: Path, warnings: list[str]) -> dict[str, dict]:
-    """id -> first record, like a stage file: a resumed run may have appended one twice."""
+    """id -> latest record, as a stage file reads it (core/stagefile.py): a run killed before its stage
+    finished may have appended a redone record after the one it replaces."""
     records: dict[str, dict] = {}
     if not path.exists():
         return records
@@ -108,7 +109,7 @@ def _read_jsonl(path: Path, warnings: list[str]) -> dict[str, dict]:
             warnings.append(f"{path}:{number}: skipped a malformed line")
             continue
         if isinstance(record, dict) and isinstance(record.get("id"), str):
-            records.setdefault(record["id"], record)
+            records[record["id"]] = record
     return records
 
 
@@ -162,8 +163,6 @@ def _problem(dataset: str, identifier: str, stage: dict[str, dict[str, dict]],
     evaluated = stage["evaluate"].get(identifier, {})
     interpreted = stage["interpret"].get(identifier, {})
     error = _first_error(evaluated, interpreted, standing)
-    if error is None and (evaluated or interpreted) and evaluated.get("final", interpreted.get("final")) is None:
-        error = {"category": "no_answer", "message": "the run ended with no answer for this problem"}
     # Problem text: the dataset's, else whatever the records carry.
     merged = {**formulated, **evaluated, **text}
     return {
