@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..errors import DataError, LLMError, RunStopped
-from ..llm import Completion, LLMClient, LLMSettings, Request, cache_key
+from ..llm import Completion, Request, cache_key
 from ..llm.cache import Cache
-from ..stages.llmcalls import BudgetSpent
+from ..stages.llmcalls import llm_settings, send_gated
 from .config import OptimizeConfig
 
 Result = Completion | LLMError
@@ -128,27 +128,13 @@ def ask(config: OptimizeConfig, budget: Budget, requests: list[Request],
         arrived: Callable[[Request, Result], None]) -> None:
     """Send the optimiser's requests (to --optimizer-model) through the cached client and the budget; a
     fatal model error (bad key, unknown model) stops the run."""
-    if not requests:
-        return
-    model = config.judge
-    allowed = budget.admit(model, requests)
 
-    def charged(request: Request, result: Result) -> None:
-        budget.charge(result)
+    def checked(request: Request, result: Result) -> None:
         if isinstance(result, LLMError) and result.fatal:
             raise model_stop(result)
         arrived(request, result)
 
-    settings = LLMSettings(model=model, base_url=config.base_url, max_concurrency=config.max_concurrency,
-                           max_retries=config.max_retries, timeout=config.llm_timeout, cache_path=config.cache_path)
-    client = LLMClient(settings)
-    try:
-        client.run(allowed, charged)
-    finally:
-        client.close()
-    if len(allowed) < len(requests):
-        raise BudgetSpent(f"{budget.spent() or 'the model budget is spent'}: "
-                          f"{len(requests) - len(allowed)} requests not sent")
+    send_gated(llm_settings(config, config.judge, config.cache_path), budget, requests, checked)
 
 
 def model_stop(error: LLMError) -> RunStopped:
