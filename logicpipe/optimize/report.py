@@ -99,7 +99,7 @@ def markdown(folder: Path, saved: SavedState, steps: list[StepRecord], candidate
               f"`{saved.best_dir}` (validation score {_score(saved.best_score)}; start {saved.start_hash}, "
               f"current {saved.current_hash}, {saved.step} step{'' if saved.step == 1 else 's'} done).",
               "Its changes against the start are in best.diff." if changed else
-              "No step has run yet: the best prompt set is the start." if saved.step == 0 else
+              "No step has finished yet: the best prompt set is the start." if saved.step == 0 else
               "No candidate beat the start on validation: the best prompt set is the start.",
               "", "Run with it (any split, e.g. the test split the optimiser never saw):", "", "```",
               f"logicpipe run --dataset DATASET --model MODEL --prompts {best} {saved.best_structure.flags()}", "```",

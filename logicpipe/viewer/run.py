@@ -35,14 +35,14 @@ def load_run(run_dir: Path, data_dir: Path | str | None = None, dataset: str | N
     """Everything the viewer shows about RUN: per dataset its metrics, per problem its rounds."""
     if not run_dir.is_dir():
         raise UsageError(f"run directory {run_dir} not found")
+    if (run_dir / "state.json").is_file() and (run_dir / "prompts").is_dir():  # its steps.jsonl is no stage file
+        raise UsageError(f"{run_dir} is a `logicpipe optimize` folder, not a run: its report is "
+                         f"{run_dir / 'report.md'}; view a run made with `logicpipe run --prompts {run_dir / 'best'}`")
     view = RunView(path=run_dir)
     folders = [d for d in sorted(run_dir.iterdir()) if d.is_dir() and _is_stage_dir(d)]
     if not folders and _is_stage_dir(run_dir):  # given RUN/<dataset> itself
         folders = [run_dir]
     if not folders:
-        if (run_dir / "state.json").is_file() and (run_dir / "prompts").is_dir():
-            raise UsageError(f"{run_dir} is a `logicpipe optimize` folder, not a run: its report is "
-                             f"{run_dir / 'report.md'}; view a run made with `logicpipe run --prompts {run_dir / 'best'}`")
         raise UsageError(f"{run_dir} holds no run records (no <dataset>/ folder with stage files)")
     if dataset is not None:
         wanted = _dataset_key(dataset)

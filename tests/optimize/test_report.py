@@ -96,7 +96,7 @@ def test_no_improvement_says_so(tmp_path: Path) -> None:
     write_report(tmp_path)
     assert (tmp_path / "best.diff").read_text() == ""
     report = (tmp_path / "report.md").read_text()
-    assert "No step has run yet: the best prompt set is the start." in report and "held-out half" not in report
+    assert "No step has finished yet: the best prompt set is the start." in report and "held-out half" not in report
     assert "No candidate beat" not in report
     assert "| 0 | 0.400 | – | – | – | start | 5 (0) |" in report
     # One step whose candidate was rolled back: now a candidate did not beat the start.

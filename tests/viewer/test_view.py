@@ -120,6 +120,7 @@ def test_a_folder_without_runs_is_one_error_line_and_no_page(tmp_path):
     optimised = tmp_path / "opt"
     (optimised / "prompts").mkdir(parents=True)
     (optimised / "state.json").write_text("{}")
+    (optimised / "steps.jsonl").write_text('{"step": 0}\n')  # an optimisation's records are no stage files
     for folder, says in ((optimised, f"{optimised} is a `logicpipe optimize` folder, not a run: its report is "
                                      f"{optimised / 'report.md'}"),
                          (tmp_path / "empty", "holds no run records")):
