@@ -18,6 +18,7 @@ from typer._click.exceptions import UsageError as ClickUsageError
 from . import __version__
 from .errors import LogicPipeError, PrerequisiteError, RunStopped
 from .kb.cli import kb_app
+from .prompts import prompts_option
 from .report.render import render_explanation, render_summary
 from .stages import PIPELINE, RunConfig, run_stages
 from .stages import Progress as StageProgress
@@ -77,10 +78,12 @@ def _options(
     constrain_format: str = typer.Option("gbnf", "--constrain-format", help="how the grammar is sent: gbnf ('grammar' field, llama.cpp) or vllm ('guided_grammar' field)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="discard what an earlier run wrote in OUT/<dataset>/ and start afresh"),
     max_errors: str = typer.Option("10%", "--max-errors", help="model errors a run tolerates before it stops: a count or a percentage of the problems"),
-    prompts: Optional[Path] = typer.Option(None, "--prompts", help="folder of prompt templates that replace the shipped ones of the same name, or logic-lm: Logic-LM's own prompts (downloaded once, pinned by sha256)"),
+    prompts: Optional[str] = typer.Option(None, "--prompts", help="folder of prompt templates that replace the shipped ones of the same name, or the bare word logic-lm: Logic-LM's own prompts (downloaded once, pinned by sha256; ./logic-lm is a folder)"),
 ) -> RunConfig:
+    values = {k: v for k, v in locals().items()}
+    values["prompts"] = prompts_option(prompts)
     try:
-        return RunConfig(**{k: v for k, v in locals().items()})
+        return RunConfig(**values)
     except ValidationError as exc:
         raise _invalid(exc) from None
 
@@ -309,7 +312,7 @@ def optimize(
     model: str = typer.Option(..., "--model", "-m", help="model the pipeline runs with (OpenAI-compatible)"),
     optimizer_model: Optional[str] = typer.Option(None, "--optimizer-model", help="model that judges, writes gradients and rewrites prompts (default: --model)"),
     base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint"),
-    train_split: str = typer.Option("train", "--train-split", help="split the minibatches come from (missing: the validation split is cut in two)"),
+    train_split: str = typer.Option("train", "--train-split", help="split the minibatches come from (train on a dataset without one, or the --val-split itself: that split is cut in two)"),
     val_split: str = typer.Option("dev", "--val-split", help="held-out split that decides whether a candidate is kept"),
     steps: int = typer.Option(5, "--steps", help="optimisation steps"),
     batch_size: int = typer.Option(4, "--batch-size", help="training problems per step"),
@@ -323,7 +326,7 @@ def optimize(
     seed: int = typer.Option(0, "--seed", help="seed for the minibatches"),
     workers: int = typer.Option(1, "--workers", "-w", help="solver worker processes"),
     limit_val: Optional[int] = typer.Option(None, "--limit-val", help="at most this many validation problems"),
-    prompts: Optional[Path] = typer.Option(None, "--prompts", help="start from this folder of prompt templates"),
+    prompts: Optional[str] = typer.Option(None, "--prompts", help="start from this folder of prompt templates (not Logic-LM's prompts: they have no parts to rewrite)"),
     structure: bool = typer.Option(False, "--structure", help="also optimise the structure: samples, refinement rounds, backup"),
     max_concurrency: int = typer.Option(8, "--max-concurrency", help="model requests in flight at once"),
     llm_timeout: float = typer.Option(120.0, "--llm-timeout", help="seconds per model request"),
@@ -338,6 +341,7 @@ def optimize(
     from .optimize.report import write_report
 
     values["supervised"] = not values.pop("unsupervised")
+    values["prompts"] = prompts_option(prompts)
     try:
         config = OptimizeConfig(**values)
     except ValidationError as exc:
@@ -347,9 +351,9 @@ def optimize(
     _render_optimize(result)
     for path in write_report(config.out):
         stdout.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
-    if result.stopped:
-        console.print(f"stopped early: {result.stopped}; re-run the same command (with more budget) to go on",
-                      markup=False, highlight=False, soft_wrap=True)
+    if result.stopped:  # exit 4, like a budget spent before the start was validated
+        raise RunStopped(f"stopped early: {result.stopped}; the report is written; re-run the same command "
+                         "(with more budget) to go on")
 
 
 def _render_optimize(result) -> None:

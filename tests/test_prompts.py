@@ -1,9 +1,11 @@
 import pytest
 
+from logicpipe.cli import main
 from logicpipe.data import all_datasets
 from logicpipe.errors import UsageError
-from logicpipe.prompts import PromptSet, extract_choice, extract_program
+from logicpipe.prompts import PromptSet, extract_choice, extract_program, is_paper, prompts_option
 from logicpipe.solvers import execute_task
+from logicpipe.testing import FakeOpenAI
 
 EXPECTED = {"prontoqa": "False", "proofwriter": "False", "folio": "Unknown", "logicaldeduction": "A", "ar-lsat": "B"}
 
@@ -28,9 +30,10 @@ def test_render_fills_fields_and_splits_system_from_user():
 def test_prompts_have_ids_and_content_hashes_and_a_folder_overrides_by_name(tmp_path):
     shipped = PromptSet().get("refine")
     assert shipped.id == "refine" and len(shipped.hash) == 12
-    (tmp_path / "refine.txt").write_text("Fix it.\n=== user ===\n{{program}}\n")
+    fields = "{{context}} {{question}} {{options}} {{guide}} {{error}}"
+    (tmp_path / "refine.txt").write_text(f"Fix it.\n=== user ===\n{{{{program}}}} {fields}\n")
     mine = PromptSet(tmp_path)
-    assert mine.get("refine").hash != shipped.hash and mine.get("refine").fields == {"program"}
+    assert mine.get("refine").hash != shipped.hash and mine.get("refine").fields == shipped.fields
     assert mine.get("folio") == PromptSet().get("folio")
     assert PromptSet().guide("lp").startswith("- Every atom ends with its truth value")
 
@@ -40,3 +43,37 @@ def test_extract_program_and_choice():
     assert extract_program("Program:\nFacts:\nA(b, True)") == "Facts:\nA(b, True)\n"
     assert extract_choice("maybe B... The correct option is: (C)", ["A", "B", "C"]) == "C"
     assert extract_choice("The correct option is: Z", ["A", "B"]) is None
+
+
+def test_only_the_bare_word_logic_lm_names_the_papers_prompts(data_dir, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert is_paper(prompts_option("logic-lm"))
+    for spelled in ("./logic-lm", "logic-lm/"):
+        assert prompts_option(spelled) == tmp_path / "logic-lm" and not is_paper(prompts_option(spelled))
+    folder = tmp_path / "logic-lm"
+    folder.mkdir()
+    shipped = PromptSet().get("prontoqa")
+    (folder / "prontoqa.txt").write_text(f"{shipped.system}\nMARKER-9.\n=== user ===\n{shipped.user}")
+    with FakeOpenAI(lambda body: "no program") as fake:
+        for spelled in ("./logic-lm", "logic-lm/"):
+            main_exit(capsys, "run", "-d", "prontoqa", "--data-dir", str(data_dir), "--model", "m", "--base-url",
+                      fake.url, "--prompts", spelled, "--limit", "1", "--max-rounds", "0", "--out",
+                      str(tmp_path / spelled.strip("./")), "--llm-cache", str(tmp_path / "cache.sqlite"))
+        formulate = [r for r in fake.requests if r["_logicpipe"]["purpose"] == "formulate"]
+        assert len(formulate) == 1 and "MARKER-9." in formulate[0]["messages"][0]["content"]  # the 2nd is cached
+
+
+def main_exit(capsys, *args: str) -> None:
+    try:
+        main(list(args))
+    except SystemExit as exc:
+        assert not exc.code, capsys.readouterr().err
+
+
+def test_a_folder_template_must_keep_the_shipped_variables(tmp_path):
+    (tmp_path / "folio.txt").write_text("Translate.\n=== user ===\n{{context}}\n")
+    with pytest.raises(UsageError, match=r"folio.txt lacks \{\{question\}\}, which the stage fills in"):
+        PromptSet(tmp_path).get("folio")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(UsageError, match="holds no template"):
+        PromptSet(tmp_path / "empty")

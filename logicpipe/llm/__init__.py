@@ -8,6 +8,7 @@ from .client import (
     MalformedReply,
     Request,
     Totals,
+    api_key,
     cache_key,
     default_cache_path,
     parse_reply,
@@ -16,4 +17,4 @@ from .client import (
 )
 
 __all__ = ["Completion", "LLMClient", "LLMError", "LLMSettings", "MalformedReply", "Request", "Totals",
-           "cache_key", "default_cache_path", "parse_reply", "request_body", "request_headers"]
+           "api_key", "cache_key", "default_cache_path", "parse_reply", "request_body", "request_headers"]

@@ -157,17 +157,22 @@ def default_cache_path() -> Path:
 OnResult = Callable[[Request, "Completion | LLMError"], None]
 
 
+def api_key(base_url: str | None, given: str | None = None) -> str:
+    """The key requests carry; UsageError when there is none and no local endpoint (callers check
+    this before they write anything)."""
+    key = given or os.environ.get("OPENAI_API_KEY")
+    if key:
+        return key
+    if base_url or os.environ.get("OPENAI_BASE_URL"):
+        return "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
+    raise UsageError("set OPENAI_API_KEY, or --base-url for a local OpenAI-compatible server")
+
+
 class LLMClient:
     def __init__(self, settings: LLMSettings):
         self.settings = settings
         self.base_url = settings.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
-        api_key = settings.api_key or os.environ.get("OPENAI_API_KEY")
-        if not api_key:
-            if settings.base_url or os.environ.get("OPENAI_BASE_URL"):
-                api_key = "not-needed"  # local servers (vLLM, Ollama, llama.cpp) accept any key
-            else:
-                raise UsageError("set OPENAI_API_KEY, or --base-url for a local OpenAI-compatible server")
-        self._api_key = api_key
+        self._api_key = api_key(settings.base_url, settings.api_key)
         self._cache = Cache(settings.cache_path or default_cache_path())
         self.totals = Totals()
 

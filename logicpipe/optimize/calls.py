@@ -9,10 +9,10 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import DataError, LLMError
-from ..llm import Completion, LLMClient, LLMSettings, Request, cache_key
+from ..errors import DataError, LLMError, RunStopped
+from ..llm import Completion, Request, cache_key
 from ..llm.cache import Cache
-from ..stages.llmcalls import BudgetSpent
+from ..stages.llmcalls import llm_settings, send_gated
 from .config import OptimizeConfig
 
 Result = Completion | LLMError
@@ -41,7 +41,8 @@ class Budget:
         self.config = config
         self.step = Spend()
         self.total = Spend()  # paid requests of every run of this optimisation (cached ones cost nothing)
-        self.base_url = config.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self.replies = 0  # paid replies this run received (a run that got none may leave a new OUT unmade)
+        self.base_url = config.endpoint
         self._ledger = config.out / self.LEDGER
         if self._ledger.is_file():
             try:
@@ -100,6 +101,7 @@ class Budget:
             return
         # A failed request went out too (and may have been paid for), though nothing came back.
         tokens = (result.prompt_tokens, result.completion_tokens) if isinstance(result, Completion) else (0, 0)
+        self.replies += isinstance(result, Completion)
         for spend in (self.step, self.total):
             spend.sent += 1
             spend.prompt_tokens += tokens[0]
@@ -110,7 +112,10 @@ class Budget:
         self._ledger.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._ledger.with_name(f".{self.LEDGER}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"sent": self.total.sent, "prompt_tokens": self.total.prompt_tokens,
-                                   "completion_tokens": self.total.completion_tokens}) + "\n")
+                                   "completion_tokens": self.total.completion_tokens,
+                                   # at this run's prices (those --max-cost counts with); None without
+                                   "cost": self.config.cost(self.total.prompt_tokens,
+                                                            self.total.completion_tokens)}) + "\n")
         os.replace(tmp, self._ledger)
 
     def new_step(self) -> Spend:
@@ -123,27 +128,20 @@ def ask(config: OptimizeConfig, budget: Budget, requests: list[Request],
         arrived: Callable[[Request, Result], None]) -> None:
     """Send the optimiser's requests (to --optimizer-model) through the cached client and the budget; a
     fatal model error (bad key, unknown model) stops the run."""
-    if not requests:
-        return
-    model = config.judge
-    allowed = budget.admit(model, requests)
 
-    def charged(request: Request, result: Result) -> None:
-        budget.charge(result)
+    def checked(request: Request, result: Result) -> None:
         if isinstance(result, LLMError) and result.fatal:
-            raise result
+            raise model_stop(result)
         arrived(request, result)
 
-    settings = LLMSettings(model=model, base_url=config.base_url, max_concurrency=config.max_concurrency,
-                           max_retries=config.max_retries, timeout=config.llm_timeout, cache_path=config.cache_path)
-    client = LLMClient(settings)
-    try:
-        client.run(allowed, charged)
-    finally:
-        client.close()
-    if len(allowed) < len(requests):
-        raise BudgetSpent(f"{budget.spent() or 'the model budget is spent'}: "
-                          f"{len(requests) - len(allowed)} requests not sent")
+    send_gated(llm_settings(config, config.judge, config.cache_path), budget, requests, checked)
+
+
+def model_stop(error: LLMError) -> RunStopped:
+    """A model failure that ends the run (a bad key, an unknown model, an endpoint that keeps failing),
+    in optimize's own options."""
+    return RunStopped(f"the model failed ({error}); check --model, --optimizer-model, --base-url and the API key, "
+                      "then re-run the same command to go on (what was answered is cached)")
 
 
 _JSON = re.compile(r"\{.*\}", re.S)

@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .. import __version__
 from ..data.registry import DatasetSpec, get_dataset, load_task_file
+from ..prompts import PromptSet, is_paper
+from ..stages.config import writable
+
+# The train split that may be missing: the validation split is then cut in two (ProntoQA has only dev).
+TRAIN = "train"
 
 
 class OptimizeConfig(BaseModel):
@@ -19,7 +27,7 @@ class OptimizeConfig(BaseModel):
     model: str  # the model the pipeline runs with (formulate, refine, cot)
     optimizer_model: str | None = None  # judge, gradients and rewrites (default: model)
     base_url: str | None = None
-    train_split: str = "train"
+    train_split: str = TRAIN
     val_split: str = "dev"
     steps: int = Field(default=5, ge=0, le=10_000)
     batch_size: int = Field(default=4, ge=1, le=1000)
@@ -47,6 +55,16 @@ class OptimizeConfig(BaseModel):
             raise ValueError("must be a finite number")
         return value
 
+    @field_validator("out")
+    @classmethod
+    def _out(cls, value: Path) -> Path:
+        return writable(value, folder=True)
+
+    @field_validator("llm_cache")
+    @classmethod
+    def _cache(cls, value: Path | None) -> Path | None:
+        return None if value is None else writable(value, folder=False)
+
     @model_validator(mode="after")
     def _consistent(self) -> OptimizeConfig:
         if bool(self.dataset) == (self.task is not None):
@@ -55,16 +73,35 @@ class OptimizeConfig(BaseModel):
             raise ValueError("the test split is never used while optimising; choose train and dev splits")
         if self.max_cost is not None and self.price_prompt is None and self.price_completion is None:
             raise ValueError("--max-cost needs --price-prompt and/or --price-completion")
+        if self.prompts is not None and is_paper(self.prompts):
+            raise ValueError("Logic-LM's prompts (--prompts logic-lm) are one block of text with no parts to "
+                             "rewrite: optimise from logicpipe's templates (no --prompts) or a folder of them "
+                             "(./logic-lm for a folder of that name)")
         if self.prompts is not None and not self.prompts.is_dir():
             raise ValueError(f"prompt folder {self.prompts} not found")
         spec = self.spec
-        if self.val_split not in spec.splits:
-            raise ValueError(f"{spec.key} has no split {self.val_split!r} (it has {', '.join(spec.splits)})")
+        for option, split in (("--val-split", self.val_split), ("--train-split", self.train_split)):
+            if split not in spec.splits and (option, split) != ("--train-split", TRAIN):
+                raise ValueError(f"{option} {split}: {spec.key} has no such split (it has {', '.join(spec.splits)})")
+        PromptSet(self.prompts)  # a folder that overrides no template is refused here, before any file
         return self
 
     @property
     def spec(self) -> DatasetSpec:
         return load_task_file(self.task) if self.task is not None else get_dataset(self.dataset)
+
+    @property
+    def endpoint(self) -> str:
+        return self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+
+    def identity(self) -> dict[str, Any]:
+        """The options that decide what each step does and how it is judged, by the flag that sets them:
+        a resume with other values would mix two optimisations in one folder."""
+        return {"--dataset": self.spec.key, "--task": self.spec.digest() if self.task is not None else None,
+                "--model": self.model, "--optimizer-model": self.judge, "--base-url": self.endpoint,
+                "--train-split": self.train_split, "--val-split": self.val_split, "--limit-val": self.limit_val,
+                "--batch-size": self.batch_size, "--seed": self.seed, "--unsupervised": not self.supervised,
+                "--z": self.z, "--structure": self.structure, "logicpipe": __version__}
 
     @property
     def judge(self) -> str:

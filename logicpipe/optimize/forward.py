@@ -9,7 +9,8 @@ from pathlib import Path
 from ..core.records import Problem, text_sha
 from ..core.trajectory import Trajectory
 from ..stages import PIPELINE, RunConfig, run_stages
-from ..stages.context import Gate
+from ..stages.context import Gate, ModelErrors
+from .calls import model_stop
 from .config import OptimizeConfig
 from .params import Structure
 from .records import ProblemOutcome
@@ -40,7 +41,10 @@ def forward(config: OptimizeConfig, prompts_dir: Path, params_hash: str, structu
                      base_url=config.base_url, prompts=prompts_dir, workers=config.workers, seed=config.seed,
                      max_concurrency=config.max_concurrency, llm_timeout=config.llm_timeout,
                      max_retries=config.max_retries, llm_cache=config.cache_path)
-    report = run_stages(structure.apply(base), list(PIPELINE), gate=gate)
+    try:
+        report = run_stages(structure.apply(base), list(PIPELINE), gate=gate)
+    except ModelErrors as exc:  # its message names `run`'s --max-errors
+        raise model_stop(exc.last) from None
     return [trace(t, tag, params_hash) for t in report.trajectories]
 
 

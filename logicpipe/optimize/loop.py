@@ -6,14 +6,17 @@ its earlier model calls come from the cache."""
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import RunStopped, UsageError
+from ..errors import LogicPipeError, RunStopped, UsageError
+from ..llm import api_key
 from ..prompts import PromptSet
 from ..solvers import get_solver
+from ..stages.identity import DirectoryLock
 from ..stages.llmcalls import BudgetSpent
 from .calls import Budget
 from .config import OptimizeConfig
@@ -68,11 +71,15 @@ class _Current:
 
 class _Run:
     def __init__(self, config: OptimizeConfig, notes: Notes):
+        """Everything that can fail before a file is written fails here: it only reads."""
         self.config, self.notes = config, notes
         spec = config.spec
         self.formulate_prompt, self.solver = spec.prompt, spec.solver
+        api_key(config.base_url)
         get_solver(self.solver).check()
         self.splits: Splits = make_splits(config)
+        self.start_params = PromptParams.from_prompt_set(PromptSet(config.prompts),
+                                                         prompt_ids(self.formulate_prompt, self.solver))
         self.state = OptimizeState(config.out)
         self.budget = Budget(config)
 
@@ -165,8 +172,7 @@ class _Run:
 
     def start(self) -> tuple[_Current, int, str]:
         """The state to continue from: the last accepted one (a resumed run), else the start prompts."""
-        ids = prompt_ids(self.formulate_prompt, self.solver)
-        start = PromptParams.from_prompt_set(PromptSet(self.config.prompts), ids)
+        start = self.start_params
         saved = self.state.current()
         if saved is None:
             params, structure, done = start, Structure(), 0
@@ -189,9 +195,33 @@ def _changed(structure: Structure, change: dict) -> dict | None:
 
 def optimize(config: OptimizeConfig, progress: Notes = _silent) -> OptimizeResult:
     """Optimise the prompts (and with config.structure, the structure) of a dataset's pipeline; see the
-    module docstring. Resumes what an earlier run in config.out left."""
+    module docstring. Resumes what an earlier run in config.out left; one run at a time holds the folder.
+    A run into a new folder that stops before the model answered anything (a bad key, an endpoint that is
+    down) leaves no folder behind."""
     run = _Run(config, progress)
-    state, budget = run.state, run.budget
+    new_out, new_cache = not config.out.exists(), not config.cache_path.exists()
+    with DirectoryLock(config.out):
+        try:
+            run.state.check_options(config.identity())
+            stopped = _steps(run, progress)
+        except LogicPipeError:
+            if new_out and run.state.current() is None and run.budget.replies == 0:
+                _unmake(config, new_cache)
+            raise
+    return result(config, stopped)
+
+
+def _unmake(config: OptimizeConfig, new_cache: bool) -> None:
+    """Remove what a run that got nothing made: the folder it created, and the cache if it made that."""
+    shutil.rmtree(config.out, ignore_errors=True)
+    if new_cache:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            Path(f"{config.cache_path}{suffix}").unlink(missing_ok=True)
+
+
+def _steps(run: _Run, progress: Notes) -> str | None:
+    """The start, then the steps; why the run stopped early (a spent budget), or None."""
+    config, state, budget = run.config, run.state, run.budget
     stopped = None
     started = time.monotonic()
     try:
@@ -221,7 +251,7 @@ def optimize(config: OptimizeConfig, progress: Notes = _silent) -> OptimizeResul
             raise RunStopped(f"{why} before the start prompts were validated on {len(run.splits.val)} problems; "
                              "re-run with a larger budget to go on (what was answered is cached)") from None
         stopped = why
-    return result(config, stopped)
+    return stopped
 
 
 def result(config: OptimizeConfig, stopped: str | None = None) -> OptimizeResult:

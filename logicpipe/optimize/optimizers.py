@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -112,31 +113,41 @@ def propose_prompt(config: OptimizeConfig, budget: Budget, params: PromptParams,
     if tried:
         base += "\n\nRewrites already tried that did not do better on held-out problems (do not repeat them):\n"
         base += "\n".join(f"<tried>\n{text}\n</tried>" for text in tried[-3:])
+
+    def check(text: str) -> str | None:
+        new_text = _unfence(text)
+        if new_text.strip() == current.strip():
+            return "the rewrite changed nothing"
+        candidate = params.with_component(prompt_id, component, new_text)
+        reason = check_candidate(params, candidate, prompt_id, solver)
+        if reason is None:
+            proposal.params = candidate
+        return reason
+
+    _attempts(config, budget, proposal, f"optimize-{step}", "optimize", 4096, system, base,
+              lambda attempt, rejected: f"\n\nAttempt {attempt} of {ATTEMPTS}. Your previous rewrite was rejected: "
+                                        f"{rejected}. Fix that.", check)
+    return proposal
+
+
+def _attempts(config: OptimizeConfig, budget: Budget, proposal: Proposal, key: str, purpose: str, max_tokens: int,
+              system: str, base: str, retry: Callable[[int, str], str], check: Callable[[str], str | None]) -> None:
+    """Ask up to ATTEMPTS times; `check` takes a reply (filling in the proposal) or says why not, and a
+    retry carries that reason (`retry` words it). proposal.reason is the last rejection, or None."""
     rejected = ""
     for attempt in range(1, ATTEMPTS + 1):
         proposal.attempts = attempt
         # The attempt number keeps a retry from being the same request (whose cached reply would come back).
-        user = base + (f"\n\nAttempt {attempt} of {ATTEMPTS}. Your previous rewrite was rejected: {rejected}. "
-                       "Fix that." if rejected else "")
-        text = _reply(config, budget, Request(f"optimize-{step}-{attempt}",
-                                              [{"role": "system", "content": system},
-                                               {"role": "user", "content": user}],
-                                              0.0, 4096, purpose="optimize", problem=""))
-        if text is None:
-            rejected = "the request failed"
-            continue
-        new_text = _unfence(text)
-        if new_text.strip() == current.strip():
-            rejected = "the rewrite changed nothing"
-            continue
-        candidate = params.with_component(prompt_id, component, new_text)
-        reason = check_candidate(params, candidate, prompt_id, solver)
+        user = base + (retry(attempt, rejected) if rejected else "")
+        text = _reply(config, budget, Request(f"{key}-{attempt}", [{"role": "system", "content": system},
+                                                                   {"role": "user", "content": user}],
+                                              0.0, max_tokens, purpose=purpose, problem=""))
+        reason = "the request failed" if text is None else check(text)
         if reason is None:
-            proposal.params, proposal.reason = candidate, None
-            return proposal
+            proposal.reason = None
+            return
         rejected = reason
     proposal.reason = rejected
-    return proposal
 
 
 def _summary(traces: list[Trace]) -> str:
@@ -175,35 +186,23 @@ def propose_structure(config: OptimizeConfig, budget: Budget, structure: Structu
             f"Feedback on the steps:\n{notes or '(none)'}")
     if tried:
         base += f"\nAlready tried without doing better on held-out problems: {json.dumps(tried)}"
-    rejected = ""
-    for attempt in range(1, ATTEMPTS + 1):
-        proposal.attempts = attempt
-        user = base + (f"\n\nAttempt {attempt} of {ATTEMPTS}. Your previous proposal was rejected: {rejected}."
-                       if rejected else "")
-        text = _reply(config, budget, Request(f"structure-{step}-{attempt}",
-                                              [{"role": "system", "content": system},
-                                               {"role": "user", "content": user}],
-                                              0.0, 512, purpose="structure", problem=""))
-        if text is None:
-            rejected = "the request failed"
-            continue
+
+    def check(text: str) -> str | None:
         try:
             name, value = parse_change(text)
         except ValueError as exc:
-            rejected = str(exc)
-            continue
+            return str(exc)
+        proposal.change = {name: value}  # shown in the record even when it is rejected
         reason = Structure.off_menu(name, value)
         if reason is None and getattr(structure, name) == value:
             reason = f"{name} is already {value!r}"
         if reason is None and {name: value} in tried:
             reason = f"{name}={value!r} was tried and did no better"
-        if reason is not None:
-            proposal.change = {name: value}
-            rejected = reason
-            continue
-        proposal.change = {name: value}
-        proposal.structure = structure.with_change(name, value)
-        proposal.reason = None
-        return proposal
-    proposal.reason = rejected
+        if reason is None:
+            proposal.structure = structure.with_change(name, value)
+        return reason
+
+    _attempts(config, budget, proposal, f"structure-{step}", "structure", 512, system, base,
+              lambda attempt, rejected: f"\n\nAttempt {attempt} of {ATTEMPTS}. Your previous proposal was rejected: "
+                                        f"{rejected}.", check)
     return proposal

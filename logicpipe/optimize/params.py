@@ -86,11 +86,23 @@ class PromptComponents(BaseModel):
             return self.model_copy(update={"demonstrations": _NEXT_DEMO.split(block) if block else []})
         if self.layout == "whole":
             return self.model_copy(update={"description": text if text.endswith("\n") else text + "\n"})
+        if component == "principles":
+            text = _without_heading(text)
         return self.model_copy(update={component: text.strip()})
 
     def _check_component(self, component: str) -> None:
         if component not in self.trainable:
             raise UsageError(f"component '{component}' is not trainable here; choose from {', '.join(self.trainable)}")
+
+
+_HEADING = re.compile(r"\s*[#*\s]*principles\s*:?[*\s]*(?:\n|$)", re.IGNORECASE)
+
+
+def _without_heading(text: str) -> str:
+    """A rewrite of the principles without a leading "Principles:" line: render() writes that heading
+    itself, so a rewrite that repeats it would show it twice."""
+    found = _HEADING.match(text)
+    return text[found.end():] if found else text
 
 
 def split_template(text: str, guide: bool = False) -> PromptComponents:

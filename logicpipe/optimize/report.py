@@ -5,12 +5,18 @@ set's changes against the start (best.diff)."""
 from __future__ import annotations
 
 import difflib
+import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..errors import DataError
+from .calls import Budget
 from .records import CandidateRecord, StepRecord
 from .state import OptimizeState, SavedState
 from .stats import describe
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def write_report(folder: Path) -> list[Path]:
@@ -21,10 +27,23 @@ def write_report(folder: Path) -> list[Path]:
     steps, candidates = state.read_steps(), state.read_candidates()
     diff = best_diff(state, saved)
     paths = [folder / "report.md", folder / "best.diff", folder / "curve.png"]
-    paths[0].write_text(markdown(folder, saved, steps, candidates, bool(diff)), encoding="utf-8")
+    paths[0].write_text(markdown(folder, saved, steps, candidates, bool(diff), spent(folder)), encoding="utf-8")
     paths[1].write_text(diff, encoding="utf-8")
     curve(steps, candidates, paths[2])
     return paths
+
+
+def spent(folder: Path) -> dict | None:
+    """What every run into the folder sent and spent (spent.json, kept after each reply), or None."""
+    path = folder / Budget.LEDGER
+    if not path.is_file():
+        return None
+    try:
+        ledger = json.loads(path.read_text(encoding="utf-8"))
+        return {"sent": int(ledger["sent"]), "prompt_tokens": int(ledger["prompt_tokens"]),
+                "completion_tokens": int(ledger["completion_tokens"]), "cost": ledger.get("cost")}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DataError(f"{path}: not a spending record ({exc})") from None
 
 
 def best_diff(state: OptimizeState, saved: SavedState) -> str:
@@ -51,7 +70,7 @@ def _score(value: float | None) -> str:
 
 
 def markdown(folder: Path, saved: SavedState, steps: list[StepRecord], candidates: list[CandidateRecord],
-             changed: bool) -> str:
+             changed: bool, ledger: dict | None = None) -> str:
     by_step = {c.step: c for c in candidates}
     lines = ["# Optimisation report", "", f"Splits: {saved.splits.get('note', saved.splits)}."]
     if saved.carved:
@@ -70,10 +89,7 @@ def markdown(folder: Path, saved: SavedState, steps: list[StepRecord], candidate
                      f"{_score(candidate.val_score if candidate else None)} | {paired} | {decision} | "
                      f"{step.calls} ({step.cached_calls}) | {step.prompt_tokens}/{step.completion_tokens} | {cost} | "
                      f"{step.seconds:.1f} |")
-    costs = [s.cost for s in steps if s.cost is not None]
-    lines += ["", f"Total: {sum(s.calls for s in steps)} model calls ({sum(s.cached_calls for s in steps)} from the "
-              f"cache), {sum(s.prompt_tokens for s in steps)} prompt and {sum(s.completion_tokens for s in steps)} "
-              f"completion tokens" + (f", cost {sum(costs):.4f}" if costs else "") + "."]
+    lines += ["", *_totals(steps, ledger)]
     accepted = sum(c.status == "accepted" for c in candidates)
     lines += ["", f"Candidates: {len(candidates)} ({accepted} accepted, "
               f"{sum(c.status == 'rolled_back' for c in candidates)} rolled back, "
@@ -83,6 +99,7 @@ def markdown(folder: Path, saved: SavedState, steps: list[StepRecord], candidate
               f"`{saved.best_dir}` (validation score {_score(saved.best_score)}; start {saved.start_hash}, "
               f"current {saved.current_hash}, {saved.step} step{'' if saved.step == 1 else 's'} done).",
               "Its changes against the start are in best.diff." if changed else
+              "No step has finished yet: the best prompt set is the start." if saved.step == 0 else
               "No candidate beat the start on validation: the best prompt set is the start.",
               "", "Run with it (any split, e.g. the test split the optimiser never saw):", "", "```",
               f"logicpipe run --dataset DATASET --model MODEL --prompts {best} {saved.best_structure.flags()}", "```",
@@ -90,8 +107,41 @@ def markdown(folder: Path, saved: SavedState, steps: list[StepRecord], candidate
     return "\n".join(lines)
 
 
+def _totals(steps: list[StepRecord], ledger: dict | None) -> list[str]:
+    """The totals: spent.json's (every request any run sent) where there is one, with the part that the
+    finished steps' rows do not show (steps interrupted by a kill or a spent budget, or not finished)."""
+    calls, cached = sum(s.calls for s in steps), sum(s.cached_calls for s in steps)
+    tokens = sum(s.prompt_tokens for s in steps), sum(s.completion_tokens for s in steps)
+    costs = [s.cost for s in steps if s.cost is not None]
+    if ledger is None:  # a folder from before spent.json: the rows are all there is
+        return [f"Total: {calls} model calls ({cached} from the cache), {tokens[0]} prompt and {tokens[1]} "
+                "completion tokens" + (f", cost {sum(costs):.4f}" if costs else "") + "."]
+    cost = ledger["cost"]
+    lines = [f"Total (spent.json): {ledger['sent']} requests sent to the model, {ledger['prompt_tokens']} prompt and "
+             f"{ledger['completion_tokens']} completion tokens" + (f", cost {cost:.4f}" if cost is not None else "")
+             + f". The rows above: {calls} model calls, {cached} of them from the cache (free)."]
+    extra = (ledger["sent"] - (calls - cached), ledger["prompt_tokens"] - tokens[0],
+             ledger["completion_tokens"] - tokens[1])
+    if any(value > 0 for value in extra):
+        lines += ["", f"Of that, {extra[0]} requests ({extra[1]} prompt and {extra[2]} completion tokens) belong to "
+                  "steps that were interrupted (a kill or a spent budget) or are not finished: no row shows them. "
+                  "A redone step gets their replies from the cache."]
+    return lines
+
+
 def curve(steps: list[StepRecord], candidates: list[CandidateRecord], path: Path) -> None:
-    """Validation score of the current state per step; accepted steps filled, tried candidates as crosses."""
+    """Validation score of the current state per step (curve_figure), as a PNG."""
+    import matplotlib.pyplot as plt
+
+    fig = curve_figure(steps, candidates)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+def curve_figure(steps: list[StepRecord], candidates: list[CandidateRecord]) -> Figure:
+    """Validation score of the current state per step; accepted steps filled, tried candidates as crosses.
+    Whole steps on x however few there are, and scores on a fixed 0-1 axis, so a flat curve stays flat."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -101,20 +151,24 @@ def curve(steps: list[StepRecord], candidates: list[CandidateRecord], path: Path
     fig, axis = plt.subplots(figsize=(7, 4))
     points = [(s.step, s.val_score) for s in steps if s.val_score is not None]
     if points:
-        axis.plot([p[0] for p in points], [p[1] for p in points], "-", color="#2b6cb0",
-                  drawstyle="steps-post", label="current state")
+        # Markers too: a run with only step 0 is one point, which a line alone would not draw.
+        axis.plot([p[0] for p in points], [p[1] for p in points], "-", marker=".", color="#2b6cb0",
+                  drawstyle="steps-post", label="current state", clip_on=False)
     accepted = [(s.step, s.val_score) for s in steps if s.accepted is not None and s.val_score is not None]
     if accepted:
-        axis.plot([p[0] for p in accepted], [p[1] for p in accepted], "o", color="#2f855a", label="accepted step")
+        axis.plot([p[0] for p in accepted], [p[1] for p in accepted], "o", color="#2f855a", label="accepted step",
+                  clip_on=False)
     tried = [(c.step, c.val_score) for c in candidates if c.status == "rolled_back" and c.val_score is not None]
     if tried:
-        axis.plot([p[0] for p in tried], [p[1] for p in tried], "x", color="#c53030", label="rolled-back candidate")
+        axis.plot([p[0] for p in tried], [p[1] for p in tried], "x", color="#c53030", label="rolled-back candidate",
+                  clip_on=False)
+    last = max([s.step for s in steps] + [c.step for c in candidates] + [1])
+    axis.set_xlim(-0.25, last + 0.25)
+    axis.set_ylim(0.0, 1.0)
     axis.xaxis.set_major_locator(MaxNLocator(integer=True))
     axis.set_xlabel("step")
     axis.set_ylabel("validation score")
     axis.set_title("Validation score per optimisation step", fontsize=10)
     axis.legend(fontsize=8, frameon=False)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    return fig

@@ -23,13 +23,23 @@ class Splits:
     val: list[str]
     carved: bool  # True when train and val are two parts of one split (no train split exists)
     asked: str = "train"  # the train split the user asked for
+    val_total: int = 0  # validation problems before --limit-val
 
     @property
     def note(self) -> str:
         if self.carved:
-            return (f"no '{self.asked}' split: {self.val_split} was split by sha256 of each id into "
-                    f"{len(self.train)} training and {len(self.val)} validation problems")
-        return f"training on {self.train_split} ({len(self.train)}), validating on {self.val_split} ({len(self.val)})"
+            why = (f"--train-split and --val-split are both {self.val_split}" if self.asked == self.val_split
+                   else f"no '{self.asked}' split")
+            return (f"{why}: {self.val_split} was split by sha256 of each id into "
+                    f"{len(self.train)} training and {max(self.val_total, len(self.val))} validation problems"
+                    + (f", of which --limit-val keeps {len(self.val)}" if self._limited else ""))
+        kept = f", of which --limit-val keeps {len(self.val)}" if self._limited else ""
+        return (f"training on {self.train_split} ({len(self.train)}), validating on {self.val_split} "
+                f"({max(self.val_total, len(self.val))}{kept})")
+
+    @property
+    def _limited(self) -> bool:
+        return self.val_total > len(self.val)
 
     def as_dict(self) -> dict:
         return {"train_split": self.train_split, "val_split": self.val_split, "carved": self.carved,
@@ -53,6 +63,7 @@ def make_splits(config: OptimizeConfig) -> Splits:
         train = [p.id for p in load_problems(spec, config.train_split, config.data_dir)]
         val = val_problems
         train_split = config.train_split
+    val_total = len(val)
     if config.limit_val is not None:
         val = val[: config.limit_val]
     # Rollback is judged on held-out problems only: one shared id would let a minibatch vote on itself.
@@ -60,7 +71,7 @@ def make_splits(config: OptimizeConfig) -> Splits:
     if not train or len(val) < 2:
         raise DataError(f"{spec.key}: {len(train)} training and {len(val)} validation problems; "
                         "need at least one and two")
-    return Splits(train_split, config.val_split, train, val, carved, config.train_split)
+    return Splits(train_split, config.val_split, train, val, carved, config.train_split, val_total)
 
 
 def minibatch(splits: Splits, step: int, size: int, seed: int) -> list[str]:

@@ -7,6 +7,7 @@ readable and resumable:
 - candidates.jsonl, steps.jsonl, losses.jsonl, gradients.jsonl: append-only, one record per line; a line
   torn by a kill is cut before the next append. A step that was interrupted and then redone leaves its
   first records in the file: the readers keep the last record per step (and problem, and node).
+- options.json: the options that decide the optimisation, by flag; a resume with other values is refused.
 - state.json: where the run stands (start, current and best prompt sets, the steps done, the splits),
   replaced atomically after each step; `best` is a link to the best prompt set's folder
   (`logicpipe run --prompts OUT/best`).
@@ -23,13 +24,14 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict
 
 from ..core.jsonl import Appender, read_records
-from ..errors import DataError
+from ..errors import DataError, UsageError
 from .params import PromptParams, Structure
 from .records import CandidateRecord, GradientRecord, LossRecord, StepRecord
 
 R = TypeVar("R", bound=BaseModel)
 
 STATE = "state.json"
+OPTIONS = "options.json"
 FILES = {"candidates": "candidates.jsonl", "steps": "steps.jsonl", "losses": "losses.jsonl",
          "gradients": "gradients.jsonl"}
 
@@ -141,6 +143,27 @@ class OptimizeState:
     def steps(self) -> list[StepRecord]:
         return self.read_steps()
 
+    # What the run was made with
+
+    def check_options(self, wanted: dict[str, Any]) -> None:
+        """Refuse a resume whose deciding options differ from those the folder was made with (named by
+        their flags); record them on the first run (and in a folder made before options.json)."""
+        path = self.folder / OPTIONS
+        if path.is_file():
+            try:
+                made = json.loads(path.read_text(encoding="utf-8"))
+            except ValueError as exc:
+                raise DataError(f"{path}: not JSON ({exc})") from None
+            differ = [f"{flag} {_shown(made[flag])} (now {_shown(value)})" for flag, value in wanted.items()
+                      if flag in made and made[flag] != value]
+            if differ:
+                raise UsageError(f"{self.folder} was made with {', '.join(differ)}; re-run with the same options "
+                                 "to go on, or give a new --out")
+            if all(flag in made for flag in wanted):
+                return
+        self.folder.mkdir(parents=True, exist_ok=True)
+        _write_atomic(path, json.dumps(wanted, indent=2) + "\n")
+
     # Where the run stands
 
     def current(self) -> SavedState | None:
@@ -192,6 +215,12 @@ class OptimizeState:
         tmp.unlink(missing_ok=True)
         tmp.symlink_to(target, target_is_directory=True)
         os.replace(tmp, link)
+
+
+def _shown(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    return "none" if value is None else str(value)
 
 
 def _better(score: float | None, than: float | None) -> bool:

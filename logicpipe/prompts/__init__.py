@@ -57,6 +57,19 @@ def _parse(prompt_id: str, text: str, where: str) -> Prompt:
     return Prompt(prompt_id, system.strip(), user.strip() + "\n", digest)
 
 
+def _check_fields(prompt: Prompt, path: Path) -> Prompt:
+    """A folder's template must keep every {{variable}} the shipped one of its name has: the stage fills
+    them in, and a template without {{context}} would never show the model the problem."""
+    shipped = _shipped(prompt.id)
+    missing = sorted(shipped.fields - prompt.fields) if shipped is not None else []
+    if missing:
+        names = ", ".join(f"{{{{{name}}}}}" for name in missing)
+        raise UsageError(f"prompt {path} lacks {names}, which the stage fills in (the shipped {prompt.id} "
+                         f"template has {'it' if len(missing) == 1 else 'them'}); put "
+                         f"{'it' if len(missing) == 1 else 'them'} after the '=== user ===' line")
+    return prompt
+
+
 @cache
 def _shipped(prompt_id: str) -> Prompt | None:
     resource = resources.files(__package__).joinpath("templates").joinpath(f"{prompt_id}.txt")
@@ -65,13 +78,30 @@ def _shipped(prompt_id: str) -> Prompt | None:
     return _parse(prompt_id, resource.read_text(encoding="utf-8"), f"{prompt_id} (shipped)")
 
 
+def prompts_option(text: str | None) -> Path | None:
+    """--prompts as typed: only the bare word `logic-lm` names Logic-LM's prompts; a path is a folder,
+    so `./logic-lm` and `logic-lm/` (which Path would shorten to the word) are kept as absolute paths."""
+    if text is None or text == logiclm.PAPER:
+        return None if text is None else Path(text)
+    path = Path(text)
+    return path.absolute() if str(path) == logiclm.PAPER else path
+
+
+def is_paper(folder: Path) -> bool:
+    """Whether a --prompts value (after prompts_option) names Logic-LM's prompts rather than a folder."""
+    return str(folder) == logiclm.PAPER
+
+
 class PromptSet:
     def __init__(self, folder: Path | None = None):
-        # `--prompts logic-lm` names Logic-LM's prompts (a folder of that name needs a longer path:
-        # /abs/logic-lm, ../here/logic-lm).
-        self.paper = folder is not None and str(folder) == logiclm.PAPER
-        if folder is not None and not self.paper and not folder.is_dir():
-            raise UsageError(f"prompt folder {folder} not found")
+        self.paper = folder is not None and is_paper(folder)
+        if folder is not None and not self.paper:
+            if not folder.is_dir():
+                raise UsageError(f"prompt folder {folder} not found")
+            if not any(path.is_file() for path in folder.glob("*.txt")):
+                # An empty folder, or an optimisation's OUT instead of OUT/best: it would change nothing.
+                raise UsageError(f"prompt folder {folder} holds no template (*.txt file), so it would change "
+                                 "nothing; the prompts `logicpipe optimize` found are in its OUT/best")
         self.folder = None if self.paper else folder
         self._downloaded: dict[str, Prompt] = {}
 
@@ -81,7 +111,7 @@ class PromptSet:
         if self.folder is not None:
             path = self.folder / f"{prompt_id}.txt"
             if path.is_file():
-                return _parse(prompt_id, path.read_text(encoding="utf-8"), str(path))
+                return _check_fields(_parse(prompt_id, path.read_text(encoding="utf-8"), str(path)), path)
         prompt = _shipped(prompt_id)
         if prompt is None:
             where = f"Logic-LM's prompts ({', '.join(logiclm.NAMES)}) or the package" if self.paper else None

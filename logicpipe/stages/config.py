@@ -18,6 +18,23 @@ RefineMode = Literal["error", "semantic"]
 _BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
 
 
+def writable(path: Path, folder: bool) -> Path:
+    """`path` if it can be made or written as a folder (folder=True) or a file; ValueError when it, or a
+    folder above it, is of the wrong kind (checked before anything is written)."""
+    if path.exists():
+        if folder and not path.is_dir():
+            raise ValueError(f"{path} is a file, not a folder")
+        if not folder and path.is_dir():
+            raise ValueError(f"{path} is a folder, not a file")
+        return path
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise ValueError(f"{parent} is a file, so {path} cannot be made under it")
+            break
+    return path
+
+
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -65,6 +82,16 @@ class RunConfig(BaseModel):
         if value is not None and not math.isfinite(value):
             raise ValueError("must be a finite number")
         return value
+
+    @field_validator("out")
+    @classmethod
+    def _out(cls, value: Path) -> Path:
+        return writable(value, folder=True)
+
+    @field_validator("llm_cache")
+    @classmethod
+    def _cache(cls, value: Path | None) -> Path | None:
+        return None if value is None else writable(value, folder=False)
 
     @field_validator("max_errors")
     @classmethod

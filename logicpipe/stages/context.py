@@ -30,6 +30,15 @@ class StageReport:
     note: str = ""
 
 
+class ModelErrors(RunStopped):
+    """The error budget stopped a run; `last` is the model error that did it (a caller with options of
+    its own, like `logicpipe optimize`, words the stop in them)."""
+
+    def __init__(self, message: str, last: LLMError):
+        super().__init__(message)
+        self.last = last
+
+
 class ErrorBudget:
     """Model errors a run tolerates before it stops: a fatal one (bad key, unknown model) stops it at
     once, others once there are more than `allowed`."""
@@ -40,11 +49,11 @@ class ErrorBudget:
 
     def check(self, error: LLMError) -> None:
         if error.fatal:
-            raise RunStopped(f"stopped at the first fatal model error ({error}); finished records are kept")
+            raise ModelErrors(f"stopped at the first fatal model error ({error}); finished records are kept", error)
         self.spent += 1
         if self.spent > self.allowed:
-            raise RunStopped(f"stopped after {self.spent} model errors, over the budget of {self.allowed} "
-                             f"(--max-errors); last: {error}; finished records are kept, re-run to resume")
+            raise ModelErrors(f"stopped after {self.spent} model errors, over the budget of {self.allowed} "
+                              f"(--max-errors); last: {error}; finished records are kept, re-run to resume", error)
 
 
 class Gate(Protocol):

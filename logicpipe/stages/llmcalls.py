@@ -3,40 +3,63 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
+from typing import Protocol
 
 from ..core.records import Usage
 from ..errors import LLMError, RunStopped
 from ..llm import Completion, LLMClient, LLMSettings, Request
-from .config import RunConfig
-from .context import RunContext
+from .context import Gate, RunContext
 
 Result = Completion | LLMError
 
 
-def llm_settings(config: RunConfig, model: str) -> LLMSettings:
+class LLMOptions(Protocol):
+    """The request options a run (RunConfig) and an optimisation (OptimizeConfig) share."""
+
+    base_url: str | None
+    max_concurrency: int
+    max_retries: int
+    llm_timeout: float
+    llm_cache: Path | None
+
+
+def llm_settings(config: LLMOptions, model: str, cache_path: Path | None = None) -> LLMSettings:
     return LLMSettings(model=model, base_url=config.base_url, max_concurrency=config.max_concurrency,
-                       max_retries=config.max_retries, timeout=config.llm_timeout, cache_path=config.llm_cache)
+                       max_retries=config.max_retries, timeout=config.llm_timeout,
+                       cache_path=cache_path or config.llm_cache)
 
 
 def send(ctx: RunContext, model: str, requests: list[Request], arrived: Callable[[Request, Result], None]) -> None:
     """Send the requests through one client for `model`, calling `arrived` as each reply ends. A model
     error is charged to the run's budget after its record is written; a fatal one stops the run before."""
-    if not requests:
-        return
-    allowed = ctx.gate.admit(model, requests) if ctx.gate is not None else requests
 
     def checked(request: Request, result: Result) -> None:
-        if ctx.gate is not None:
-            ctx.gate.charge(result)
         if isinstance(result, LLMError) and result.fatal:
             ctx.budget.check(result)
         arrived(request, result)
         if isinstance(result, LLMError):
             ctx.budget.check(result)
 
-    client = LLMClient(llm_settings(ctx.config, model))
+    send_gated(llm_settings(ctx.config, model), ctx.gate, requests, checked)
+
+
+def send_gated(settings: LLMSettings, gate: Gate | None, requests: list[Request],
+               arrived: Callable[[Request, Result], None]) -> None:
+    """Send the requests the gate (a spending limit, if any) admits through one client, charging each
+    result to the gate before `arrived` sees it; BudgetSpent once those are back if any was held."""
+    if not requests:
+        return
+    allowed = gate.admit(settings.model, requests) if gate is not None else requests
+
+    def charged(request: Request, result: Result) -> None:
+        if gate is not None:
+            gate.charge(result)
+        arrived(request, result)
+
+    client = LLMClient(settings)
     try:
-        client.run(allowed, checked)
+        client.run(allowed, charged)
     finally:
         client.close()
     if len(allowed) < len(requests):

@@ -12,6 +12,7 @@ from ..core.task import Task
 from ..core.trajectory import Trajectory
 from ..data import load_problems, load_programs
 from ..errors import DataError, UsageError
+from ..llm import api_key
 from ..prompts import PromptSet
 from ..solvers import get_solver
 from . import evaluate, formulate, interpret, refine, solve
@@ -63,6 +64,8 @@ def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompt
                                 "(is it the right dataset?)")
         else:
             prompts.get(task.prompt)
+    if _asks_model(config, stages):
+        api_key(config.base_url)  # no key and no local endpoint: say so before the lock and run.json
     if "solve" in stages or "refine" in stages:
         get_solver(task.solver).check()
     if "refine" in stages and config.refine_with:
@@ -71,6 +74,13 @@ def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompt
             prompts.get(prompt_id)
     if config.backup == "cot" and "interpret" in stages:
         prompts.get("cot")
+
+
+def _asks_model(config: RunConfig, stages: list[str]) -> bool:
+    """Whether the stages certainly ask a model (error refinement asks only for programs that fail)."""
+    return (("formulate" in stages and config.programs is None)
+            or ("refine" in stages and config.refine == "semantic" and config.refine_with is not None)
+            or ("interpret" in stages and config.backup == "cot"))
 
 
 def open_context(config: RunConfig, stages: list[str], progress: Progress = quiet,
@@ -154,6 +164,7 @@ def baseline(config: RunConfig, mode: str, progress: Progress = quiet) -> RunRep
     config = config.model_copy(update={"out": config.out / f"baseline-{mode}", "backup": "none", "programs": None})
     ctx, problems = open_context(config, [], progress)
     ctx.prompts.get(mode)
+    api_key(config.base_url)
     return _hold(ctx, problems, [mode],
                  lambda trajectories, _identity: [_answer(ctx, trajectories, mode), *evaluate.run(ctx, trajectories)])
 

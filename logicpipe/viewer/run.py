@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core.records import REVISE_SOURCE
 from ..data.fetch import cache_dir
 from ..data.loaders import data_root, load_problems
 from ..data.registry import get_dataset, source
@@ -34,10 +35,15 @@ def load_run(run_dir: Path, data_dir: Path | str | None = None, dataset: str | N
     """Everything the viewer shows about RUN: per dataset its metrics, per problem its rounds."""
     if not run_dir.is_dir():
         raise UsageError(f"run directory {run_dir} not found")
+    if (run_dir / "state.json").is_file() and (run_dir / "prompts").is_dir():  # its steps.jsonl is no stage file
+        raise UsageError(f"{run_dir} is a `logicpipe optimize` folder, not a run: its report is "
+                         f"{run_dir / 'report.md'}; view a run made with `logicpipe run --prompts {run_dir / 'best'}`")
     view = RunView(path=run_dir)
     folders = [d for d in sorted(run_dir.iterdir()) if d.is_dir() and _is_stage_dir(d)]
     if not folders and _is_stage_dir(run_dir):  # given RUN/<dataset> itself
         folders = [run_dir]
+    if not folders:
+        raise UsageError(f"{run_dir} holds no run records (no <dataset>/ folder with stage files)")
     if dataset is not None:
         wanted = _dataset_key(dataset)
         chosen = [d for d in folders if d.name == wanted]
@@ -89,7 +95,8 @@ def _read_json(path: Path, warnings: list[str]) -> dict:
 
 
 def _read_jsonl(path: Path, warnings: list[str]) -> dict[str, dict]:
-    """id -> first record, like a stage file: a resumed run may have appended one twice."""
+    """id -> latest record, as a stage file reads it (core/stagefile.py): a run killed before its stage
+    finished may have appended a redone record after the one it replaces."""
     records: dict[str, dict] = {}
     if not path.exists():
         return records
@@ -102,7 +109,7 @@ def _read_jsonl(path: Path, warnings: list[str]) -> dict[str, dict]:
             warnings.append(f"{path}:{number}: skipped a malformed line")
             continue
         if isinstance(record, dict) and isinstance(record.get("id"), str):
-            records.setdefault(record["id"], record)
+            records[record["id"]] = record
     return records
 
 
@@ -142,15 +149,20 @@ def _problem(dataset: str, identifier: str, stage: dict[str, dict[str, dict]],
              rounds: list[tuple[dict[str, dict], dict[str, dict], dict[str, dict]]], text: dict) -> dict:
     formulated = stage["formulate"].get(identifier, {})
     history = [_round(0, formulated, stage["solve"].get(identifier, {}))]
+    standing = history[0]  # the round whose program the problem ended with
     for number, (refined, solved, decided) in enumerate(rounds, start=1):
         if identifier in refined or identifier in solved:
             history.append(_round(number, refined.get(identifier, {}), solved.get(identifier, {}),
                                   decided.get(identifier, {})))
+            # A semantic revision stands only once it won its comparison (core/trajectory.py: stands).
+            revision = str(refined.get(identifier, {}).get("source", "")).startswith(REVISE_SOURCE)
+            if not revision or decided.get(identifier, {}).get("revised") is True:
+                standing = history[-1]
     for before, after in zip(history, history[1:]):
         after["diff"] = _diff(before["program"], after["program"], before["round"], after["round"])
     evaluated = stage["evaluate"].get(identifier, {})
     interpreted = stage["interpret"].get(identifier, {})
-    error = _first_error(evaluated, interpreted, history[-1])
+    error = _first_error(evaluated, interpreted, standing)
     # Problem text: the dataset's, else whatever the records carry.
     merged = {**formulated, **evaluated, **text}
     return {

@@ -49,8 +49,10 @@ def optimize_cli(fake, data_dir, out, *extra: str):
     (["-d", "nosuch"], "nosuch"),
     (["--max-cost", "1"], "--max-cost needs --price-prompt"),
     (["--steps", "-1"], "invalid option --steps"),
-    (["--val-split", "train"], "has no split 'train'"),
+    (["--val-split", "train"], "--val-split train: prontoqa has no such split (it has dev)"),
+    (["--train-split", "trian"], "--train-split trian: prontoqa has no such split (it has dev)"),
     (["--prompts", "/nonexistent/prompts"], "prompt folder /nonexistent/prompts not found"),
+    (["--prompts", "logic-lm"], "Logic-LM's prompts (--prompts logic-lm) are one block of text"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(extra, says, data_dir, tmp_path, capsys):
     out = tmp_path / "out"
@@ -69,8 +71,8 @@ def test_budget_stops_cleanly_then_a_rerun_finishes_without_asking_twice(scripte
         # Step 0 validates 8 problems; step 1 needs 3 programs, 3 losses, 12 gradients, a rewrite and 8
         # validation programs: 20 calls stop it among its gradients.
         stopped = in_process(capsys, *optimize_args(fake, data_dir, out, "--max-calls", "20"))
-        assert stopped.returncode == 0, stopped.stderr
-        assert "stopped early: --max-calls 20 reached" in stopped.stderr
+        assert stopped.returncode == 4, stopped.stderr  # a budget stop, as before the start is validated
+        assert stopped.stderr.strip().splitlines()[-1].startswith("error: stopped early: --max-calls 20 reached")
         assert len(fake.requests) == 20
         assert json.loads((out / "spent.json").read_text())["sent"] == 20
         state = json.loads((out / "state.json").read_text())
@@ -127,7 +129,7 @@ def test_max_cost_stops_between_requests(scripted, data_dir, tmp_path, capsys):
         # Step 0's 8 validation programs cost about 0.04 at these prices; nothing more may be sent after them.
         stopped = in_process(capsys, *optimize_args(fake, data_dir, out, "--max-cost", "0.02", "--price-prompt",
                                                     "2.5", "--price-completion", "10"))
-        assert stopped.returncode == 0, stopped.stderr
+        assert stopped.returncode == 4, stopped.stderr
         assert "stopped early: --max-cost 0.02 reached" in stopped.stderr
         assert len(fake.requests) == 8
     steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from logicpipe.errors import DataError
 from logicpipe.optimize.params import PromptParams, Structure, prompt_ids
 from logicpipe.optimize.records import CandidateRecord, StepRecord
-from logicpipe.optimize.report import write_report
+from logicpipe.optimize.report import curve_figure, write_report
 from logicpipe.optimize.state import OptimizeState
 from logicpipe.optimize.stats import paired
 from logicpipe.prompts import PromptSet
@@ -95,8 +96,50 @@ def test_no_improvement_says_so(tmp_path: Path) -> None:
     write_report(tmp_path)
     assert (tmp_path / "best.diff").read_text() == ""
     report = (tmp_path / "report.md").read_text()
-    assert "No candidate beat the start" in report and "held-out half" not in report
+    assert "No step has finished yet: the best prompt set is the start." in report and "held-out half" not in report
+    assert "No candidate beat" not in report
     assert "| 0 | 0.400 | – | – | – | start | 5 (0) |" in report
+    # One step whose candidate was rolled back: now a candidate did not beat the start.
+    state.append_steps([StepRecord(step=1, val_score=0.4, calls=9)])
+    state.save(start_hash=start.hash, current_hash=start.hash, structure=Structure(), step=1,
+               splits={"note": "training on train (10), validating on dev (5)", "carved": False}, val_score=0.4)
+    write_report(tmp_path)
+    report = (tmp_path / "report.md").read_text()
+    assert "No candidate beat the start on validation: the best prompt set is the start." in report
+
+
+def test_totals_come_from_spent_json_and_name_what_no_row_shows(tmp_path: Path) -> None:
+    # The finished steps' rows paid for 49 - 2 = 47 requests; spent.json says 60 went out (a kill and a
+    # budget stop each lost a step's first attempt), so 13 requests belong to no row.
+    build(tmp_path)
+    (tmp_path / "spent.json").write_text(json.dumps({"sent": 60, "prompt_tokens": 25000, "completion_tokens": 4000,
+                                                     "cost": 0.1025}))
+    write_report(tmp_path)
+    report = (tmp_path / "report.md").read_text()
+    assert ("Total (spent.json): 60 requests sent to the model, 25000 prompt and 4000 completion tokens, cost 0.1025. "
+            "The rows above: 49 model calls, 2 of them from the cache (free).") in report
+    assert ("Of that, 13 requests (5600 prompt and 900 completion tokens) belong to steps that were interrupted "
+            "(a kill or a spent budget) or are not finished") in report
+    # When every paid request is in a row, nothing is said about interrupted steps.
+    (tmp_path / "spent.json").write_text(json.dumps({"sent": 47, "prompt_tokens": 19400, "completion_tokens": 3100,
+                                                     "cost": None}))
+    write_report(tmp_path)
+    report = (tmp_path / "report.md").read_text()
+    assert "Total (spent.json): 47 requests sent to the model, 19400 prompt and 3100 completion tokens. " in report
+    assert "interrupted" not in report
+
+
+def test_the_curve_has_whole_steps_and_a_zero_to_one_axis(tmp_path: Path) -> None:
+    only_start = [StepRecord(step=0, val_score=1.0)]
+    figure = curve_figure(only_start, [])
+    axis = figure.axes[0]
+    ticks = [t for t in axis.get_xticks() if axis.get_xlim()[0] <= t <= axis.get_xlim()[1]]
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks
+    assert axis.get_ylim() == (0.0, 1.0)  # a flat curve at 1.0 does not stretch the axis past it
+    assert len(axis.lines[0].get_xdata()) == 1 and axis.lines[0].get_marker() == "."  # the one point is drawn
+    flat = [StepRecord(step=n, val_score=1.0) for n in range(4)]
+    axis = curve_figure(flat, []).axes[0]
+    assert axis.get_ylim() == (0.0, 1.0) and axis.get_xlim() == (-0.25, 3.25)
 
 
 def test_a_folder_without_state_is_an_error(tmp_path: Path) -> None:

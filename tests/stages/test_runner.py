@@ -121,6 +121,23 @@ def test_rejected_option_combinations_leave_no_file_behind(data_dir, tmp_path):
     assert "is a file" in one_line(replay(data_dir, tmp_path / "file"))
 
 
+def test_a_cache_under_a_file_or_no_api_key_is_one_line_before_any_file(data_dir, tmp_path):
+    (tmp_path / "file").write_text("x")
+    out = tmp_path / "out"
+    line = one_line(replay(data_dir, out, "--llm-cache", str(tmp_path / "file" / "cache.sqlite")))
+    assert line == (f"error: invalid option --llm-cache: {tmp_path / 'file'} is a file, so "
+                    f"{tmp_path / 'file' / 'cache.sqlite'} cannot be made under it")
+    keyless = {"OPENAI_API_KEY": "", "OPENAI_BASE_URL": ""}
+    for extra in (["--model", "m"], ["--model", "m", "--refine", "semantic"], ["--backup", "cot", "--model", "m"]):
+        done = cli("run", "-d", "logicaldeduction", "--data-dir", str(data_dir), "--out", str(out), "--limit", "2",
+                   *extra, env=keyless)
+        assert "set OPENAI_API_KEY" in one_line(done), extra
+    done = cli("refine", "-d", "logicaldeduction", "--data-dir", str(data_dir), "--out", str(out), "--limit", "2",
+               "--model", "m", "--refine", "semantic", env=keyless)
+    assert "set OPENAI_API_KEY" in one_line(done)
+    assert not out.exists()  # not even OUT/<dataset>/.lock
+
+
 def test_a_second_run_into_the_same_directory_is_refused(data_dir, tmp_path):
     with DirectoryLock(tmp_path / "logicaldeduction"):
         line = one_line(replay(data_dir, tmp_path, "--limit", "2"))

@@ -13,6 +13,7 @@ import pytest
 
 from logicpipe.stages.compare import order, parse_winner
 from logicpipe.testing import FakeOpenAI, Fault
+from logicpipe.viewer import failed_problems
 from logicpipe.viewer.run import load_run
 from tests.conftest import ROOT, cli
 
@@ -144,6 +145,9 @@ def test_a_revision_replaces_the_program_only_if_it_wins(data_dir, tmp_path):
         assert shown[p[1]][1]["details"]["compare.outcome"] == "lost"
         assert shown[p[3]][1]["details"]["compare.error"]["category"] == "no_answer"
         assert "compare.outcome" not in shown[p[4]][1]["details"]
+        # Every problem ended right: the revision of p[2] that did not parse was rejected, so it is no failure.
+        assert failed_problems(tmp_path) == []
+        assert cli("failures", str(tmp_path)).stdout.split()[:3] == ["0", "failed", "problems"]
         # Rerunning the finished run asks nothing and rewrites nothing.
         before = {f.name: f.read_bytes() for f in stage_dir.iterdir()}
         fake.requests.clear()

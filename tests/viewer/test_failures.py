@@ -53,3 +53,19 @@ def test_unknown_category_or_dataset_is_one_error_line(viewer_run):
     assert done.returncode == 2 and "unknown error category 'syntax'" in done.stderr
     done = cli("failures", str(viewer_run), "--dataset", "folio")
     assert done.returncode == 2 and "no dataset 'folio'" in done.stderr and "ar-lsat" in done.stderr
+
+
+def test_a_redone_record_counts_not_the_one_it_replaced(viewer_run, tmp_path):
+    # A run killed before its stages finished leaves a redone record after the one it replaces; the stages
+    # read the latest, and so must the failure list: this problem ended with no answer.
+    run = tmp_path / "run"
+    shutil.copytree(viewer_run / "prontoqa", run / "prontoqa")
+    right = next(r for r in records(run / "prontoqa" / "evaluate.jsonl") if r["correct"])
+    error = {"category": "no_answer", "message": "the program decided no option"}
+    for stage in ("interpret", "evaluate"):
+        redone = {**next(r for r in records(run / "prontoqa" / f"{stage}.jsonl") if r["id"] == right["id"]),
+                  "final": None, "predicted": None, "error": error}
+        with open(run / "prontoqa" / f"{stage}.jsonl", "a") as handle:
+            handle.write(json.dumps({**redone, **({"correct": False} if stage == "evaluate" else {})}) + "\n")
+    row = next(line for line in failures(str(run), "--category", "no_answer").splitlines() if f" {right['id']} " in line)
+    assert "the program decided no option" in row

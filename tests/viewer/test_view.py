@@ -116,6 +116,22 @@ def test_missing_run_is_one_error_line(tmp_path):
     assert done.returncode == 2 and done.stderr.startswith("error: run directory") and "Traceback" not in done.stderr
 
 
+def test_a_folder_without_runs_is_one_error_line_and_no_page(tmp_path):
+    optimised = tmp_path / "opt"
+    (optimised / "prompts").mkdir(parents=True)
+    (optimised / "state.json").write_text("{}")
+    (optimised / "steps.jsonl").write_text('{"step": 0}\n')  # an optimisation's records are no stage files
+    for folder, says in ((optimised, f"{optimised} is a `logicpipe optimize` folder, not a run: its report is "
+                                     f"{optimised / 'report.md'}"),
+                         (tmp_path / "empty", "holds no run records")):
+        folder.mkdir(exist_ok=True)
+        for command in ("view", "failures"):
+            done = cli(command, str(folder))
+            lines = done.stderr.strip().splitlines()
+            assert done.returncode == 2 and len(lines) == 1 and says in lines[0], done.stderr
+        assert not (folder / "report.html").exists()
+
+
 def test_serve_answers_on_localhost_until_interrupted(viewer_run, tmp_path):
     page = tmp_path / "page.html"
     server = subprocess.Popen([sys.executable, "-m", "logicpipe.cli", "view", str(viewer_run), "--out", str(page),
