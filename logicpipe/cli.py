@@ -339,6 +339,7 @@ def optimize(
     from .optimize.config import OptimizeConfig
     from .optimize.loop import optimize as run_optimize
     from .optimize.report import write_report
+    from .optimize.state import OptimizeState
 
     values["supervised"] = not values.pop("unsupervised")
     values["prompts"] = prompts_option(prompts)
@@ -346,14 +347,25 @@ def optimize(
         config = OptimizeConfig(**values)
     except ValidationError as exc:
         raise _invalid(exc) from None
-    result = run_optimize(config, progress=lambda note: console.print(note, markup=False, highlight=False,
-                                                                           soft_wrap=True))
+    try:
+        result = run_optimize(config, progress=lambda note: console.print(note, markup=False, highlight=False,
+                                                                               soft_wrap=True))
+    except RunStopped:
+        # A model that failed for good: the steps that finished before it are reported all the same.
+        if OptimizeState(config.out).current() is not None:
+            _wrote(write_report(config.out))
+        raise
     _render_optimize(result)
-    for path in write_report(config.out):
+    _wrote(write_report(config.out))
+    if result.stopped:  # a clean stop, not an error; exit 4, like a budget spent before the start was validated
+        console.print(f"stopped early: {result.stopped}; the report is written; re-run the same command "
+                      "(with more budget) to go on", markup=False, highlight=False, soft_wrap=True)
+        raise typer.Exit(4)
+
+
+def _wrote(paths: list[Path]) -> None:
+    for path in paths:
         stdout.print(f"wrote {path}", markup=False, highlight=False, soft_wrap=True)
-    if result.stopped:  # exit 4, like a budget spent before the start was validated
-        raise RunStopped(f"stopped early: {result.stopped}; the report is written; re-run the same command "
-                         "(with more budget) to go on")
 
 
 def _render_optimize(result) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -42,6 +43,12 @@ class Budget:
         self.step = Spend()
         self.total = Spend()  # paid requests of every run of this optimisation (cached ones cost nothing)
         self.replies = 0  # paid replies this run received (a run that got none may leave a new OUT unmade)
+        self.maybe_paid = 0  # failed requests the server may have worked on (and billed): timeouts, 5xx, ...
+        # Called once per model with its first reply (cached ones too): options.json then records it.
+        self.on_answer: Callable[[str], None] = lambda model: None
+        self._asking: str | None = None
+        self._answered: set[str] = set()
+        self._lock = threading.Lock()
         self.base_url = config.endpoint
         self._ledger = config.out / self.LEDGER
         if self._ledger.is_file():
@@ -77,6 +84,8 @@ class Budget:
         return None
 
     def admit(self, model: str, requests: list[Request]) -> list[Request]:
+        # Every request in flight is to this model: the pipeline and the optimiser never send at once.
+        self._asking = model
         room = self.left()
         if room is None:
             return requests
@@ -96,12 +105,19 @@ class Budget:
 
     def charge(self, result: Result) -> None:
         self.step.calls += 1
+        if isinstance(result, Completion) and self._asking is not None:
+            with self._lock:
+                first = self._asking not in self._answered
+                self._answered.add(self._asking)
+            if first:
+                self.on_answer(self._asking)
         if isinstance(result, Completion) and result.cached:
             self.step.cached_calls += 1
             return
         # A failed request went out too (and may have been paid for), though nothing came back.
         tokens = (result.prompt_tokens, result.completion_tokens) if isinstance(result, Completion) else (0, 0)
         self.replies += isinstance(result, Completion)
+        self.maybe_paid += isinstance(result, LLMError) and not _unbilled(result)
         for spend in (self.step, self.total):
             spend.sent += 1
             spend.prompt_tokens += tokens[0]
@@ -122,6 +138,15 @@ class Budget:
         """Close the step's account and open the next one."""
         done, self.step = self.step, Spend()
         return done
+
+
+def _unbilled(error: LLMError) -> bool:
+    """A failure no server worked on: refused (bad key, unknown model) or never connected."""
+    import openai  # loaded by the client already; imported here as the client does
+
+    cause = error.__cause__
+    return error.fatal or (isinstance(cause, openai.APIConnectionError)
+                           and not isinstance(cause, openai.APITimeoutError))
 
 
 def ask(config: OptimizeConfig, budget: Budget, requests: list[Request],

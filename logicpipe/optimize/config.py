@@ -9,10 +9,10 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .. import __version__
 from ..data.registry import DatasetSpec, get_dataset, load_task_file
 from ..prompts import PromptSet, is_paper
 from ..stages.config import writable
+from .params import prompt_ids
 
 # The train split that may be missing: the validation split is then cut in two (ProntoQA has only dev).
 TRAIN = "train"
@@ -83,7 +83,8 @@ class OptimizeConfig(BaseModel):
         for option, split in (("--val-split", self.val_split), ("--train-split", self.train_split)):
             if split not in spec.splits and (option, split) != ("--train-split", TRAIN):
                 raise ValueError(f"{option} {split}: {spec.key} has no such split (it has {', '.join(spec.splits)})")
-        PromptSet(self.prompts)  # a folder that overrides no template is refused here, before any file
+        # A folder that overrides no template the optimiser starts from is refused here, before any file.
+        PromptSet(self.prompts).check_overrides(prompt_ids(spec.prompt, spec.solver))
         return self
 
     @property
@@ -101,7 +102,7 @@ class OptimizeConfig(BaseModel):
                 "--model": self.model, "--optimizer-model": self.judge, "--base-url": self.endpoint,
                 "--train-split": self.train_split, "--val-split": self.val_split, "--limit-val": self.limit_val,
                 "--batch-size": self.batch_size, "--seed": self.seed, "--unsupervised": not self.supervised,
-                "--z": self.z, "--structure": self.structure, "logicpipe": __version__}
+                "--z": self.z, "--structure": self.structure}
 
     @property
     def judge(self) -> str:

@@ -16,7 +16,7 @@ from ..errors import LogicPipeError, RunStopped, UsageError
 from ..llm import api_key
 from ..prompts import PromptSet
 from ..solvers import get_solver
-from ..stages.identity import DirectoryLock
+from ..stages.identity import LOCK_FILE, DirectoryLock
 from ..stages.llmcalls import BudgetSpent
 from .calls import Budget
 from .config import OptimizeConfig
@@ -82,6 +82,14 @@ class _Run:
                                                          prompt_ids(self.formulate_prompt, self.solver))
         self.state = OptimizeState(config.out)
         self.budget = Budget(config)
+        self.budget.on_answer = self.answered
+
+    def answered(self, model: str) -> None:
+        """A model's first reply: the options that named it now bind the folder."""
+        config = self.config
+        flags = ["--base-url", *(["--model"] if model == config.model else []),
+                 *(["--optimizer-model"] if model == config.judge else [])]
+        self.state.confirm(config.identity(), flags)
 
     def score(self, traces: list[Trace]) -> dict[str, float]:
         # Supervised: the answer is right. Unsupervised (no gold answers used): a program executed.
@@ -196,27 +204,58 @@ def _changed(structure: Structure, change: dict) -> dict | None:
 def optimize(config: OptimizeConfig, progress: Notes = _silent) -> OptimizeResult:
     """Optimise the prompts (and with config.structure, the structure) of a dataset's pipeline; see the
     module docstring. Resumes what an earlier run in config.out left; one run at a time holds the folder.
-    A run into a new folder that stops before the model answered anything (a bad key, an endpoint that is
-    down) leaves no folder behind."""
+    A run that stops before the model answered anything (a bad key, an endpoint that is down) removes
+    what it wrote in OUT, and OUT itself if it made it, unless a request failed in a way the server may
+    have billed (a timeout, a server error): then OUT keeps spent.json's count."""
     run = _Run(config, progress)
-    new_out, new_cache = not config.out.exists(), not config.cache_path.exists()
+    made = _first_missing(config.out)
+    lock_there = (config.out / LOCK_FILE).exists()
     with DirectoryLock(config.out):
+        # Taken under the lock: whatever is in OUT now is another run's, and stays.
+        before = _contents(config.out) - (set() if lock_there else {Path(LOCK_FILE)})
         try:
             run.state.check_options(config.identity())
             stopped = _steps(run, progress)
         except LogicPipeError:
-            if new_out and run.state.current() is None and run.budget.replies == 0:
-                _unmake(config, new_cache)
+            if run.state.current() is None and run.budget.replies == 0 and run.budget.maybe_paid == 0:
+                _unmake(config.out, before, made)
             raise
     return result(config, stopped)
 
 
-def _unmake(config: OptimizeConfig, new_cache: bool) -> None:
-    """Remove what a run that got nothing made: the folder it created, and the cache if it made that."""
-    shutil.rmtree(config.out, ignore_errors=True)
-    if new_cache:
-        for suffix in ("", "-wal", "-shm", "-journal"):
-            Path(f"{config.cache_path}{suffix}").unlink(missing_ok=True)
+def _first_missing(folder: Path) -> Path | None:
+    """The highest folder of `folder`'s path that does not exist yet (None: it exists)."""
+    missing = None
+    for path in (folder, *folder.parents):
+        if path.exists() or path.is_symlink():
+            return missing
+        missing = path
+    return missing
+
+
+def _contents(folder: Path) -> set[Path]:
+    return {path.relative_to(folder) for path in folder.rglob("*")}
+
+
+def _unmake(out: Path, before: set[Path], made: Path | None) -> None:
+    """Remove what this run wrote in OUT (nothing that was there before it), then the folders it made
+    that are empty. A --llm-cache outside OUT is left: other runs may share it."""
+    for path in sorted(_contents(out) - before):
+        if path.parent in before or path.parent == Path("."):  # the topmost new entries
+            target = out / path
+            if target.is_dir() and not target.is_symlink():
+                shutil.rmtree(target, ignore_errors=True)
+            else:
+                target.unlink(missing_ok=True)
+    if made is None:
+        return
+    for folder in (out, *out.parents):
+        try:
+            folder.rmdir()
+        except OSError:
+            return
+        if folder == made:
+            return
 
 
 def _steps(run: _Run, progress: Notes) -> str | None:

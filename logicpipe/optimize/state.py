@@ -7,7 +7,8 @@ readable and resumable:
 - candidates.jsonl, steps.jsonl, losses.jsonl, gradients.jsonl: append-only, one record per line; a line
   torn by a kill is cut before the next append. A step that was interrupted and then redone leaves its
   first records in the file: the readers keep the last record per step (and problem, and node).
-- options.json: the options that decide the optimisation, by flag; a resume with other values is refused.
+- options.json: the options that decide the optimisation, by flag; a resume with other values is refused
+  (--model, --optimizer-model and --base-url are recorded once their model has answered).
 - state.json: where the run stands (start, current and best prompt sets, the steps done, the splits),
   replaced atomically after each step; `best` is a link to the best prompt set's folder
   (`logicpipe run --prompts OUT/best`).
@@ -32,6 +33,9 @@ R = TypeVar("R", bound=BaseModel)
 
 STATE = "state.json"
 OPTIONS = "options.json"
+# The options that say where replies come from. A typo in one fails at the first request, so each binds
+# the folder only once its model has answered; until then a re-run may correct it.
+ENDPOINT = ("--model", "--optimizer-model", "--base-url")
 FILES = {"candidates": "candidates.jsonl", "steps": "steps.jsonl", "losses": "losses.jsonl",
          "gradients": "gradients.jsonl"}
 
@@ -147,22 +151,40 @@ class OptimizeState:
 
     def check_options(self, wanted: dict[str, Any]) -> None:
         """Refuse a resume whose deciding options differ from those the folder was made with (named by
-        their flags); record them on the first run (and in a folder made before options.json)."""
+        their flags); record them on the first run (and in a folder made before options.json). The
+        ENDPOINT options are recorded only by confirm(), once their model has answered."""
+        made = self._options()
+        differ = [flag for flag, value in wanted.items() if flag in made and made[flag] != value]
+        if {"--model", "--optimizer-model"} <= set(differ) and made["--optimizer-model"] == made["--model"] \
+                and wanted["--optimizer-model"] == wanted["--model"]:
+            differ.remove("--optimizer-model")  # it followed --model (no --optimizer-model given either time)
+        if differ:
+            shown = ", ".join(f"{flag} {_shown(made[flag])} (now {_shown(wanted[flag])})" for flag in differ)
+            raise UsageError(f"{self.folder} was made with {shown}; re-run with the same options to go on, "
+                             "or give a new --out")
+        self._write_options({**made, **{flag: v for flag, v in wanted.items() if flag not in ENDPOINT}})
+
+    def confirm(self, wanted: dict[str, Any], flags: list[str]) -> None:
+        """Record ENDPOINT options (`flags`) whose model has answered: from now on they bind the folder."""
+        self._write_options({**self._options(), **{flag: wanted[flag] for flag in flags}})
+
+    def _options(self) -> dict[str, Any]:
         path = self.folder / OPTIONS
-        if path.is_file():
-            try:
-                made = json.loads(path.read_text(encoding="utf-8"))
-            except ValueError as exc:
-                raise DataError(f"{path}: not JSON ({exc})") from None
-            differ = [f"{flag} {_shown(made[flag])} (now {_shown(value)})" for flag, value in wanted.items()
-                      if flag in made and made[flag] != value]
-            if differ:
-                raise UsageError(f"{self.folder} was made with {', '.join(differ)}; re-run with the same options "
-                                 "to go on, or give a new --out")
-            if all(flag in made for flag in wanted):
-                return
+        if not path.is_file():
+            return {}
+        try:
+            made = json.loads(path.read_text(encoding="utf-8"))
+        except ValueError as exc:
+            raise DataError(f"{path}: not JSON ({exc})") from None
+        if not isinstance(made, dict):
+            raise DataError(f"{path}: not a JSON object of options")
+        return made
+
+    def _write_options(self, options: dict[str, Any]) -> None:
+        if (self.folder / OPTIONS).is_file() and options == self._options():
+            return
         self.folder.mkdir(parents=True, exist_ok=True)
-        _write_atomic(path, json.dumps(wanted, indent=2) + "\n")
+        _write_atomic(self.folder / OPTIONS, json.dumps(options, indent=2) + "\n")
 
     # Where the run stands
 

@@ -105,6 +105,17 @@ class PromptSet:
         self.folder = None if self.paper else folder
         self._downloaded: dict[str, Prompt] = {}
 
+    def check_overrides(self, used: list[str]) -> None:
+        """Refuse a folder none of whose templates is one of `used` (those the run reads): a misspelt or
+        mis-cased file name would otherwise leave every shipped template in place without a word."""
+        if self.folder is None:
+            return
+        names = sorted(path.name for path in self.folder.glob("*.txt") if path.is_file())
+        if not {Path(name).stem for name in names} & set(used):
+            could = ", ".join(f"{name}.txt" for name in sorted(set(used))) or "none (this run writes no prompt)"
+            raise UsageError(f"prompt folder {self.folder} overrides no template this run uses (it holds "
+                             f"{', '.join(names)}); the names it could override (case matters): {could}")
+
     def get(self, prompt_id: str) -> Prompt:
         if self.paper and prompt_id in logiclm.NAMES:
             return self._logic_lm(logiclm.formulate_file(prompt_id))

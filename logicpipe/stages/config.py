@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 import re
 from pathlib import Path
 from typing import Literal
@@ -21,6 +22,11 @@ _BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
 def writable(path: Path, folder: bool) -> Path:
     """`path` if it can be made or written as a folder (folder=True) or a file; ValueError when it, or a
     folder above it, is of the wrong kind (checked before anything is written)."""
+    for where in (path, *path.parents):
+        if where.is_symlink() and not where.exists():  # mkdir and open would fail on it midway
+            raise ValueError(f"{where} is a link to {os.readlink(where)}, which does not exist")
+        if where.exists():
+            break
     if path.exists():
         if folder and not path.is_dir():
             raise ValueError(f"{path} is a file, not a folder")

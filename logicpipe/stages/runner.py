@@ -74,6 +74,19 @@ def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompt
             prompts.get(prompt_id)
     if config.backup == "cot" and "interpret" in stages:
         prompts.get("cot")
+    prompts.check_overrides(_templates(config, stages, task))
+
+
+def _templates(config: RunConfig, stages: list[str], task: Task) -> list[str]:
+    """The templates the stages read (a --prompts folder must override at least one of them)."""
+    used: list[str] = [mode for mode in ("standard", "cot") if mode in stages]  # a baseline
+    if "formulate" in stages and config.programs is None:
+        used.append(task.prompt)
+    if "refine" in stages and config.refine_with:
+        used += ["refine", f"guide-{task.solver}", *(SEMANTIC if config.refine == "semantic" else ())]
+    if config.backup == "cot" and "interpret" in stages:
+        used.append("cot")
+    return used
 
 
 def _asks_model(config: RunConfig, stages: list[str]) -> bool:
@@ -162,7 +175,7 @@ def baseline(config: RunConfig, mode: str, progress: Progress = quiet) -> RunRep
     if not config.model:
         raise UsageError("baselines need --model")
     config = config.model_copy(update={"out": config.out / f"baseline-{mode}", "backup": "none", "programs": None})
-    ctx, problems = open_context(config, [], progress)
+    ctx, problems = open_context(config, [mode], progress)
     ctx.prompts.get(mode)
     api_key(config.base_url)
     return _hold(ctx, problems, [mode],

@@ -54,7 +54,8 @@ def test_a_second_run_on_the_same_out_is_refused_and_writes_nothing(started, dat
 
 
 @pytest.mark.parametrize(("extra", "says"), [
-    (["--model", "other"], "--model fake (now other), --optimizer-model fake (now other)"),
+    (["--model", "other"], "--model fake (now other)"),  # not --optimizer-model too: it only followed --model
+    (["--optimizer-model", "judge"], "--optimizer-model fake (now judge)"),
     (["--seed", "3"], "--seed 0 (now 3)"),
     (["--limit-val", "6"], "--limit-val 8 (now 6)"),
     (["--unsupervised"], "--unsupervised off (now on)"),
@@ -110,7 +111,8 @@ def test_an_endpoint_that_refuses_or_is_down_leaves_no_new_folder(data_dir, tmp_
     assert line.endswith("check --model, --optimizer-model, --base-url and the API key, then re-run the same "
                          "command to go on (what was answered is cached)")
     assert "--max-errors" not in line
-    assert not out.exists() and not cache.exists()
+    assert not out.exists()
+    assert cache.exists()  # a cache outside OUT is left: other runs may share it
 
 
 def test_an_endpoint_failure_on_a_resume_keeps_the_folder(started, data_dir, capsys):
@@ -143,6 +145,11 @@ def test_the_bare_word_logic_lm_is_refused_but_a_folder_of_that_name_is_a_start_
     (lambda folder: (folder / "state.json").write_text("{}"), "its OUT/best"),
     (lambda folder: (folder / "prontoqa.txt").write_text("Translate.\n=== user ===\nQuestion: {{question}}\n"),
      "prontoqa.txt lacks {{context}}, which the stage fills in"),
+    (lambda folder: (folder / "notes.txt").write_text("mine"),
+     "overrides no template this run uses (it holds notes.txt); the names it could override (case matters): "
+     "guide-lp.txt, prontoqa.txt, refine.txt"),
+    (lambda folder: (folder / "ProntoQA.txt").write_text(PromptSet().get("prontoqa").user),
+     "overrides no template this run uses (it holds ProntoQA.txt)"),
 ])
 def test_a_start_folder_that_changes_nothing_or_lacks_a_variable_is_refused(data_dir, tmp_path, capsys, make, says):
     folder = tmp_path / "prompts"
@@ -181,3 +188,87 @@ def test_a_rewrite_that_repeats_the_principles_heading_has_it_once(scripted, dat
     text = (result.folder / "prompts" / accepted.params_hash / "prontoqa.txt").read_text()
     assert text.count(PRINCIPLES_HEADING) == 1 and f"{PRINCIPLES_HEADING}\n- {GOOD}\n" in text
     shutil.rmtree(result.folder)
+
+
+class RefusingModel(FakeOpenAI):
+    """The scripted server, answering HTTP 404 (unknown model) to requests for `unknown`."""
+
+    def __init__(self, reply, unknown: str):
+        super().__init__(reply)
+        self.unknown = unknown
+
+    def _next(self, body: dict) -> Fault | None:
+        fault = super()._next(body)
+        return Fault(status=404) if body.get("model") == self.unknown else fault
+
+
+def test_a_mistyped_optimizer_model_may_be_corrected_on_the_rerun(scripted, data_dir, tmp_path, capsys):
+    model = scripted(rewrites={"principles": [f"- {GOOD}"]})
+    out = tmp_path / "out"
+    with RefusingModel(model, unknown="gtp-typo") as fake:
+        failed = in_process(capsys, *optimize_args(fake, data_dir, out, "--optimizer-model", "gtp-typo"))
+        assert failed.returncode == 4 and "HTTP 404" in failed.stderr.strip().splitlines()[-1]
+        # The start was validated before the judge was asked: its report is written all the same.
+        assert f"wrote {out / 'report.md'}" in failed.stdout and (out / "report.md").is_file()
+        options = json.loads((out / "options.json").read_text())
+        assert options["--model"] == "fake" and "--optimizer-model" not in options
+        fixed = in_process(capsys, *optimize_args(fake, data_dir, out))
+        assert fixed.returncode == 0, fixed.stderr
+        assert json.loads((out / "state.json").read_text())["step"] == 1
+        # Once its model has answered, --optimizer-model binds the folder like the other options.
+        assert json.loads((out / "options.json").read_text())["--optimizer-model"] == "fake"
+        again = one_line(in_process(capsys, *optimize_args(fake, data_dir, out, "--optimizer-model", "gtp-typo")))
+        assert "was made with --optimizer-model fake (now gtp-typo)" in again
+
+
+def test_a_run_that_got_no_reply_leaves_an_existing_out_as_it_was(data_dir, tmp_path, capsys):
+    empty, kept = tmp_path / "empty", tmp_path / "kept"
+    empty.mkdir()
+    (kept / "prompts").mkdir(parents=True)
+    (kept / "notes.txt").write_text("mine")
+    with FakeOpenAI(lambda body: "") as fake:
+        for out in (empty, kept):
+            fake.inject(*[Fault(status=401)] * 20)
+            done = in_process(capsys, *optimize_args(fake, data_dir, out, "--max-retries", "0"))
+            assert done.returncode == 4 and "HTTP 401" in one_line(done)
+    assert list(empty.iterdir()) == []  # no .lock, options.json, prompts/, runs/, cache or spent.json
+    assert sorted(p.name for p in kept.rglob("*")) == ["notes.txt", "prompts"]
+    assert (kept / "notes.txt").read_text() == "mine"
+    # A new OUT whose parents were made for it goes with them.
+    deep = tmp_path / "a" / "b" / "out"
+    with FakeOpenAI(lambda body: "") as fake:
+        fake.inject(*[Fault(status=401)] * 20)
+        assert in_process(capsys, *optimize_args(fake, data_dir, deep, "--max-retries", "0")).returncode == 4
+    assert not (tmp_path / "a").exists()
+
+
+def test_requests_the_server_may_have_billed_keep_their_spend_record(data_dir, tmp_path, capsys):
+    out = tmp_path / "out"
+    with FakeOpenAI(lambda body: "") as fake:
+        fake.inject(*[Fault(status=500)] * 20)  # a server error: it may have worked on the request
+        done = in_process(capsys, *optimize_args(fake, data_dir, out, "--max-retries", "0", "--max-calls", "100"))
+        assert done.returncode == 4, done.stderr
+    assert json.loads((out / "spent.json").read_text())["sent"] > 0
+    assert not (out / "state.json").exists()
+
+
+def test_a_dangling_link_as_out_is_one_line_before_any_file(data_dir, tmp_path, capsys):
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path / "gone")
+    says = f"error: invalid option --out: {link} is a link to {tmp_path / 'gone'}, which does not exist"
+    with FakeOpenAI(lambda body: "") as fake:
+        for out in (link, link / "sub"):
+            assert one_line(in_process(capsys, *optimize_args(fake, data_dir, out))) == says
+            run = in_process(capsys, "run", "-d", "prontoqa", "--data-dir", str(data_dir), "--model", "fake",
+                             "--base-url", fake.url, "--out", str(out))
+            assert one_line(run) == says
+        assert fake.requests == []
+    assert link.is_symlink() and not (tmp_path / "gone").exists()
+
+
+def test_a_resume_after_a_logicpipe_upgrade_is_not_refused(started, data_dir, capsys):
+    fake, out = started
+    options = json.loads((out / "options.json").read_text())
+    (out / "options.json").write_text(json.dumps({**options, "logicpipe": "0.0.1"}))  # made by an older version
+    done = in_process(capsys, *optimize_args(fake, data_dir, out, "--steps", "0"))
+    assert done.returncode == 0, done.stderr
