@@ -418,6 +418,8 @@ def main(argv: list[str] | None = None) -> None:
         if code == 130:  # typer turns Ctrl-C into a return value when it is not standalone
             _fail(_INTERRUPTED)
             sys.exit(130)
+        if isinstance(code, int) and code:  # a command's typer.Exit(code), returned when not standalone
+            sys.exit(code)
     except typer.Exit as exc:
         sys.exit(exc.exit_code)
     except typer.Abort:
