@@ -77,3 +77,23 @@ def test_a_folder_template_must_keep_the_shipped_variables(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(UsageError, match="holds no template"):
         PromptSet(tmp_path / "empty")
+
+
+def test_a_folder_that_overrides_no_template_the_command_uses_is_refused(data_dir, tmp_path, capsys):
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    shipped = PromptSet().get("prontoqa")
+    (folder / "prontoqa.txt").write_text(f"{shipped.system}\n=== user ===\n{shipped.user}")
+    common = ["-d", "prontoqa", "--data-dir", str(data_dir), "--model", "m", "--prompts", str(folder), "--limit", "1"]
+    with FakeOpenAI(lambda body: "no program") as fake:
+        for command, could in ((["baseline", "--mode", "cot"], "cot.txt"),
+                               (["interpret", "--backup", "cot"], "cot.txt"),
+                               (["refine", "--refine", "semantic"], "compare.txt, guide-lp.txt, refine.txt, revise.txt")):
+            with pytest.raises(SystemExit) as exc:
+                main([*command, *common, "--base-url", fake.url, "--out", str(tmp_path / "out")])
+            lines = capsys.readouterr().err.strip().splitlines()
+            assert exc.value.code == 2 and lines == [
+                f"error: prompt folder {folder} overrides no template this run uses (it holds prontoqa.txt); "
+                f"the names it could override (case matters): {could}"]
+        assert fake.requests == []
+    assert not (tmp_path / "out").exists()
