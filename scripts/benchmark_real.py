@@ -52,7 +52,8 @@ def main() -> None:
         baseline(server.url)
         shown = ", ".join(f"{k}={v}" for k, v in SETTINGS.items())
         count = args.problems or ", ".join(f"{k} {v}" for k, v in PROBLEMS.items())
-        print(f"\nproblems per dataset: {count}; {shown} (constrained runs: backup=random)")
+        print(f"\nproblems per dataset: {count}; {shown} (free runs: max_tokens={settings(False)['max_tokens']}; "
+              "constrained runs: backup=random)")
         print(f"{'dataset':<17}{'mode':<12}{'parse %':>9}{'cut':>5}{'Exe before':>12}{'Exe after':>11}"
               f"{'tok/s':>8}{'s/problem':>11}")
         failures: Counter[str] = Counter()
@@ -91,7 +92,7 @@ def row(dataset: str, constrain: bool, args: argparse.Namespace, url: str, scrat
     parsed, programs = parse_counts(stage_dir)
     cut = sum(1 for path in stage_dir.glob("*.jsonl") if path.name.startswith(("formulate", "refine"))
               for line in path.read_text().splitlines()
-              if (json.loads(line).get("usage") or {}).get("completion_tokens") == SETTINGS["max_tokens"])
+              if (json.loads(line).get("usage") or {}).get("completion_tokens") == config.max_tokens)
     if constrain:
         for path in stage_dir.glob("solve*.jsonl"):
             for line in path.read_text().splitlines():
