@@ -27,7 +27,8 @@ from .stages import baseline as run_baseline
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate.")
 # Progress and notes go to stderr; summaries and tables to stdout, so `logicpipe run ... > out.txt` keeps them.
-console = Console(stderr=True)
+# Notes are never wrapped: a path cut over two lines can't be copied or matched.
+console = Console(stderr=True, soft_wrap=True)
 app.add_typer(kb_app, name="kb")
 stdout = Console()
 
@@ -246,7 +247,7 @@ def view(run_dir: Path = typer.Argument(..., help="a run directory (the --out of
     from .viewer import page_server, url, write_html
 
     page = write_html(run_dir, out, data_dir)
-    console.print(f"wrote {page}")
+    console.print(f"wrote {page}", markup=False, highlight=False)
     if serve:
         server = page_server(page, port)
         console.print(f"serving {url(server)} (Ctrl-C stops)")

@@ -52,3 +52,14 @@ def program(dataset_file: str, data: Path, problem_id: str) -> str:
         if record["id"] == problem_id:
             return record["raw_logic_programs"][0]
     raise KeyError(problem_id)
+
+
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (make test runs two workers), tests that share one costly session resource
+    stay on one worker: the Ray cluster, and the headless browser."""
+    for item in items:
+        path = str(item.path)
+        if "/tests/run/test_ray" in path:
+            item.add_marker(pytest.mark.xdist_group("ray"))
+        elif "/tests/viewer/" in path and item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group("browser"))
