@@ -182,6 +182,7 @@ def test_character_classes_stay_inside_what_python_reads():
     for name in ("line-char", "text-char", "solid-char", "lp-quoted-first", "lp-quoted-char"):
         members = set(_members(rules[name]))
         assert not members & breaks and not any(0xD800 <= ord(c) <= 0xDFFF for c in members), name
+        assert "`" not in members, name  # extract_program would read a fence
     solid = set(_members(rules["solid-char"]))
     assert ":" not in solid and not any(c.isspace() for c in solid)
 
@@ -216,6 +217,7 @@ _NARROWER = {
         r"^[ \t]*[^\n]*?(?<!:):{1,2}[ \t]*(?:$|:::)",  # a line of documentation whose code ends in ':'
         r"'[^'\n]*[:&>][^'\n]*'|\"[^\"\n]*[:&>][^\"\n]*\"",  # a quoted name with ':', '&' or '>'
         r"[^\x00-\x7f]",  # Unicode beyond the grammar's letters and spaces
+        r"`",  # a backtick
     ],
     "fol": [
         r"^[ \t]*[^\n]*?(?<!:):{1,2}[ \t]*(?:$|:::)",
@@ -225,6 +227,7 @@ _NARROWER = {
         r"(?i)(?<![\w'’])(?:all|forall|exists)(?![\w'’])(?!\s*\()",  # a bare all/forall/exists
         r"[∀∃,]\s*\d|(?i:all|forall|exists)\s+\d",  # a variable that starts with a digit
         r"(?i:all|forall|exists)\s+[^\W\d]\w*['’]|(?i:all|forall|exists)\s+[^\W\d]\w*[\[~!∼\-\"“]",
+        r"`",
     ],
 }
 
