@@ -211,29 +211,30 @@ def _header_after_the_end(language, text):
 
 
 # The differences the .gbnf files document on the narrow side (the parser accepts, the grammar does
-# not), as patterns over a program's text.
+# not), as patterns over the code of a program's lines (comments cut off).
 _NARROWER = {
     "lp": [
-        r"^[ \t]*[^\n]*?(?<!:):{1,2}[ \t]*(?:$|:::)",  # a line of documentation whose code ends in ':'
+        r"^[^\n]*?(?<!:):{1,2}[ \t]*$",  # a line of documentation or prose whose code ends in ':'
         r"'[^'\n]*[:&>][^'\n]*'|\"[^\"\n]*[:&>][^\"\n]*\"",  # a quoted name with ':', '&' or '>'
-        r"[^\x00-\x7f]",  # Unicode beyond the grammar's letters and spaces
-        r"`",  # a backtick
+        r"[^\x00-\x7f¬\xc0-\u052f\u4e00-\u9fff]",  # Unicode beyond the grammar's letters and spaces
     ],
     "fol": [
-        r"^[ \t]*[^\n]*?(?<!:):{1,2}[ \t]*(?:$|:::)",
+        r"^[^\n]*?(?<!:):{1,2}[ \t]*$",
         r"\"[^\"\n]*:[^\"\n]*\"|“[^”\n]*:[^”\n]*”",  # a quoted name with ':'
-        r"[^\x00-\x7f∀∃¬∧∨→↔⊕⊻⇒⇔≡⊃≠∼“”’]",
-        r"[\w)\]\"”](?:and|or|xor|implies|iff)\b|(?:and|or|xor|implies|iff)[\w'’]",  # word operator, no space
+        r"[^\x00-\x7f\xc0-\u052f\u4e00-\u9fff∀∃¬∧∨→↔⊕⊻⇒⇔≡⊃≠∼“”’]",
+        r"[\w\"”](?:and|or|xor|implies|iff)\b|(?:and|or|xor|implies|iff)[\w'’]",  # a word operator, no space
         r"(?i)(?<![\w'’])(?:all|forall|exists)(?![\w'’])(?!\s*\()",  # a bare all/forall/exists
         r"[∀∃,]\s*\d|(?i:all|forall|exists)\s+\d",  # a variable that starts with a digit
         r"(?i:all|forall|exists)\s+[^\W\d]\w*['’]|(?i:all|forall|exists)\s+[^\W\d]\w*[\[~!∼\-\"“]",
-        r"`",
     ],
 }
 
 
 def _explained(language, text):
-    return any(re.search(pattern, text, re.M) for pattern in _NARROWER[language])
+    if "`" in text:  # no backtick anywhere (common.gbnf)
+        return True
+    code = "\n".join(split_comment(line)[0] for line in text.splitlines())
+    return any(re.search(pattern, code, re.M) for pattern in _NARROWER[language])
 
 
 def _check(language, texts):
