@@ -70,10 +70,10 @@ LP_ACCEPTED = [
     lp_program("Not(Red($x, True)) >>> nOt( !Big($x) )"), lp_program("Nothing(a) >>> notable(a)"),
     lp_program("Red(Anne) ::: a comment ::: with ::: more"), lp_query("Big(Anne, $x)"), lp_query("Big(Anne, Bob, bool)"),
     lp_query("not Big('Anne', True)"), lp_query("Big(bool)"), lp_query("Not(Big(Anne, False))"),
-    # headers as walk_sections reads them; text before the first one is skipped
-    "Some words first.\n\nFacts ::\nBig(Anne)\n  Query:  ::: the question\n\nBig(Anne)\n",
+    # headers as walk_sections reads them
+    "\n::: a comment\nFacts ::\nBig(Anne)\n  Query:  ::: the question\n\nBig(Anne)\n",
     # sections in any order, repeated; the query before the facts
-    "Predicates:\nBig($x, bool)\nQuery:\nBig(Anne)\nthe parser ignores this line\nRules:\nFacts:\nBig(Anne, True)\n",
+    "Predicates:\nBig($x, bool)\nQuery:\nBig(Anne)\n\nRules:\nFacts:\nBig(Anne, True)\n",
     "Rules:\nFacts:\nBig(Anne)\nPredicates:\nnot a declaration\nFacts:\nRed(Anne)\nQuery:\n\nBig(Anne)\n",
     # documentation that looks like an end-of-program marker, but is not one
     "Predicates:\n-- x\n--- Big\nProblems: none\nExample 1 2: no\nOptional(x)\nFacts:\nBig(Anne)\nQuery:\nBig(Anne)\n",
@@ -112,7 +112,7 @@ FOL_ACCEPTED = [fol_program(f) for f in [
     "Béyoncé(ángel)", "Ölçek(ǅx)",
 ]] + [
     "Predicates:\nBig(x) ::: x is big\nPremises:\nBig(a) ::: a is big\nConclusions:\nBig(a)\n",
-    "Conclusion:\nBig(a)\nAnswer: True\nPremises:\nBig(a)\n",  # the conclusion first
+    "Conclusion:\nBig(a)\nPremises:\nBig(a)\n",  # the conclusion first
     "Premises::\nBig(a)\n\nConclusion: ::: c\n\nRed(a)\n",
 ]
 FOL_REJECTED = [fol_program(f) for f in [
@@ -230,8 +230,20 @@ _NARROWER = {
 }
 
 
+def _skipped_text(language, text):
+    """Text before the first header, or the query (conclusion) section before the first fact or rule
+    (premise): lines the parser skips there are not in the grammar."""
+    codes = [code for code, _ in map(split_comment, text.splitlines()) if code]
+    headers = [code.rstrip(":").strip() for code in codes if _is_header(language, code)]
+    ends = ("Query",) if language == "lp" else ("Conclusion", "Conclusions")
+    clauses = [name for name in headers if name != "Predicates" and name not in ends]
+    first_end = next((i for i, name in enumerate(headers) if name in ends), len(headers))
+    first_clause = headers.index(clauses[0]) if clauses else len(headers)
+    return bool(codes) and not _is_header(language, codes[0]) or first_end < first_clause
+
+
 def _explained(language, text):
-    if "`" in text:  # no backtick anywhere (common.gbnf)
+    if "`" in text or _skipped_text(language, text):  # no backtick anywhere (common.gbnf)
         return True
     code = "\n".join(split_comment(line)[0] for line in text.splitlines())
     return any(re.search(pattern, code, re.M) for pattern in _NARROWER[language])
