@@ -59,7 +59,9 @@ def _split_atom(text: str, line: int | None) -> tuple[str, list[str], bool | Non
     """(predicate, arguments, truth value or None when the atom does not spell one)."""
     negated = _NEGATED.match(text)
     if negated:
-        predicate, args, value = _split_atom(negated.group(1) or negated.group(2), line)
+        # A bare sign ('!' with nothing after it) leaves an empty group 1, which is still the one that matched.
+        inner = negated.group(1) if negated.group(1) is not None else negated.group(2)
+        predicate, args, value = _split_atom(inner, line)
         return predicate, args, value is False
     match = _ATOM.match(text)
     if not match:
