@@ -22,7 +22,7 @@ def _without(chars: str, base: str = "A-Za-z0-9_") -> str:
     if not chars:
         return f"[{base}]"
     keep = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_"
-            if c not in chars and (base == "A-Za-z0-9_" or not c.isdigit())]
+            if c not in chars and (base == "A-Za-z0-9_" or c.isalpha())]
     return "[" + _ranges(keep) + "]"
 
 
