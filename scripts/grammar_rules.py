@@ -114,7 +114,7 @@ def hash_lines() -> list[str]:
     so that no ':::' comment starts inside."""
     words = ["constraints", "declarations", "options"]
     prefixes = sorted({w[:i] for w in words for i in range(1, len(w) + 1)})
-    other = "[^\\x00\\n\\r\\x0b\\x0c\\x1c-\\x1e\\x85\\u2028\\u2029: \\t{}]"
+    other = "[^\\x00\\n\\r\\x0b\\x0c\\x1c-\\x1e`\\x85\\u2028\\u2029: \\t{}]"
     free = "smt-hash-free"
     rules = [
         # After the '#'s: nothing, spaces, or text (whose first character is not '#' unless spaces came first).

@@ -87,6 +87,7 @@ def stricter(language: str, text: str) -> str | None:
 # The forms pyexpr.gbnf lists as stricter than Python, as they show in a line's code.
 _STRICTER_CODE = [
     ("non-ASCII text in code", re.compile(r"[^\x00-\x7f]")),
+    ("a backquote", re.compile("`")),
     ("a keyword operator touching what stands on its left", re.compile(r"[)\]'\"0-9](and|or|not|in)\b")),
     ("adjacent strings with no space between", re.compile(r"['\"]['\"]")),
     ("a backslash before ':' in a string", re.compile(r"\\:")),
