@@ -175,14 +175,14 @@ def cross_check(language: str, texts: list[str], exact: Recogniser, decoding: Re
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_mutated_demonstrations_agree_with_the_parser(language, exact, decoding):
-    counts = cross_check(language, list(programs(language, 100, seed=7)), exact[language], decoding[language])
-    assert counts["both accept"] >= 5 and counts["both reject"] >= 50, counts
+    counts = cross_check(language, list(programs(language, 80, seed=7)), exact[language], decoding[language])
+    assert counts["both accept"] >= 5 and counts["both reject"] >= 40, counts
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_token_edits_of_accepted_programs_agree_with_the_parser(language, exact, decoding):
-    counts = cross_check(language, token_mutations(language, 80, seed=11), exact[language], decoding[language])
-    assert counts["both accept"] >= 15 and counts["both reject"] >= 15 and counts["decoding accepts"] >= 15, counts
+    counts = cross_check(language, token_mutations(language, 60, seed=11), exact[language], decoding[language])
+    assert counts["both accept"] >= 10 and counts["both reject"] >= 10 and counts["decoding accepts"] >= 10, counts
 
 
 @pytest.mark.slow
