@@ -62,8 +62,9 @@ def _domain(text: str, number: int) -> list[Any]:
     node = parse_expression(text, number, BASE_NODES, frozenset({"range"}))
     bounds = [a.value for a in getattr(node, "args", []) if isinstance(a, ast.Constant) and type(a.value) is int]
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" and (
-            1 <= len(bounds) == len(node.args) <= 3):
-        # A huge range is left to the worker's memory bound, which reports it.
+            1 <= len(bounds) == len(node.args) <= 3) and bounds[2:] != [0]:
+        # A huge range is left to the worker's memory bound, which reports it; a step of 0 is an
+        # empty domain here, not Python's ValueError.
         values = range(*bounds)
         if values:
             return list(values)

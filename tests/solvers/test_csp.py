@@ -90,6 +90,8 @@ def small(constraint: str = "a != b", domain: str = "[1, 2, 3]") -> dict:
     ("['\\ud800', 'x']", "line 2, column 2: string '\\ud800' is not valid Unicode (a lone surrogate escape)"),
     ("[0x" + "f" * 3600 + ", 1]", "line 2, column 2: integer 0xfffffffffffffffffff... is out of range"),
     ("[red, blue]", "line 2: domain values must be constants: quote names, as in ['red', 'blue']"),
+    # Python's range raises ValueError for a step of 0; here it is an empty domain.
+    ("range(1, 5, 0)", "line 2: a domain must be a non-empty list of constants or range(a, b)"),
 ])
 def test_domains_that_could_not_be_recorded_or_enumerated_are_parse_errors(domain, message):
     kind, text = pair(small(domain=domain).error)
