@@ -7,10 +7,11 @@ is `root`.
 Each file gives two grammars. Markers stand where they differ:
 - `{sections}` after the sections before the last one, `{lines}` after the line of a section (or
   blank lines), `{chars}` after a free-running character class or item inside a line (names,
-  comments, arguments), `{tail}` for lines the parser ignores after the last section, and `X{after}`
-  for sections the parser reads after the last required one. A rule named `decoding-X` replaces
-  rule X in the decoding grammar (and is left out of the exact one): a canonical shape for a model
-  to write, where the parser accepts many (sections in their usual order, each once).
+  comments, arguments), `{spaces}` after a run of spaces and tabs, `{tail}` for lines the parser
+  ignores after the last section, and `X{after}` for sections the parser reads after the last
+  required one. A rule named `decoding-X` replaces rule X in the decoding grammar (and is left out
+  of the exact one): a canonical shape for a model to write, where the parser accepts many
+  (sections in their usual order, each once).
 - The exact grammar (`load(language)`) is the language the parser accepts: every marker is `*`
   (`{tail}` is any lines). Tests hold it to the parser.
 - The decoding grammar (`load(language, decoding=True, max_tokens=N)`), sent with --constrain, is the
@@ -32,6 +33,8 @@ _REPLACE = "decoding-"
 # longest section (24 lines) and 99% of the lines (178 characters) of the released programs.
 LINES = 30
 CHARS = 200
+# Spaces in a row: SmolLM2-135M filled whole replies with tabs where 200 were allowed.
+SPACES = 4
 # Sections a program may repeat before its last one, per language (LP: predicates, facts, rules).
 SECTIONS = {"lp": 3, "fol": 2, "csp": 3, "smt": 2}
 # Tokens in a program line with its ':::' comment, counted generously (SmolLM2's tokenizer: 12 to 18
@@ -78,12 +81,13 @@ def load(language: str, decoding: bool = False, max_tokens: int | None = None) -
     grammar = "\n".join(part.rstrip("\n") for part in parts) + "\n"
     grammar = _pick_rules(grammar, decoding)
     if not decoding:
-        marks = {"{sections}": "*", "{lines}": "*", "{chars}": "*", "{tail}": "any-line*", "{after}": "*"}
+        marks = {"{sections}": "*", "{lines}": "*", "{chars}": "*", "{spaces}": "*", "{tail}": "any-line*",
+                 "{after}": "*"}
     else:
         grammar = re.sub(r"\S+\{after\}", "", grammar)
         marks = {"{sections}": f"{{0,{SECTIONS[language]}}}",
                  "{lines}": f"{{0,{lines_per_section(language, max_tokens)}}}", "{chars}": f"{{0,{CHARS}}}",
-                 "{tail}": ""}
+                 "{spaces}": f"{{0,{SPACES}}}", "{tail}": ""}
     for marker, value in marks.items():
         grammar = grammar.replace(marker, value)
     return grammar
