@@ -75,7 +75,8 @@ is_unsat(works(Bob) == works(Cy))
 is_accurate_list([works(Ann) == 1, works(Ann) == 2])
 is_exception(is_sat(likes(Bob, Cy)))
 """
-PROGRAMS = {"lp": LP, "fol": FOL, "csp": CSP, "smt": SMT}
+PROGRAMS = {"lp": LP, "fol": FOL, "csp": CSP,
+           "smt": SMT.replace("# a plain comment line\n\n", "").replace("\n\n# Options", "\n# Options")}
 # Small syntax errors the parsers reject, one per line shape.
 BROKEN = {
     "lp": [LP.replace("Big(Anne, True)", "Big(Anne, True"), LP.replace("Query:", "Query"),
@@ -180,9 +181,10 @@ def decoders():
 
 
 # The own programs as a model must write them under --constrain: nothing after the last section, no
-# blank line between sections.
+# blank or comment line.
 DECODED = {"lp": LP.replace("Answer: the program ignores this line\n", ""),
-           "fol": FOL.replace("Answer: True\n", "").replace("\n\nConclusion", "\nConclusion"), "csp": CSP, "smt": SMT}
+           "fol": FOL.replace("Answer: True\n", "").replace("\n\nConclusion", "\nConclusion"), "csp": CSP,
+           "smt": SMT.replace("# a plain comment line\n\n", "").replace("\n\n# Options", "\n# Options")}
 
 
 @pytest.mark.parametrize("language", LANGUAGES)
