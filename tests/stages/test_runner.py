@@ -92,7 +92,7 @@ def test_the_error_budget_counts_or_takes_a_percentage(data_dir, tmp_path):
 
 
 def test_ctrl_c_exits_130_and_keeps_finished_records(data_dir, tmp_path):
-    args = ["run", "-d", "proofwriter", "--limit", "200", "--data-dir", str(data_dir), "--out", str(tmp_path),
+    args = ["run", "-d", "proofwriter", "--limit", "600", "--data-dir", str(data_dir), "--out", str(tmp_path),
             "--programs", str(data_dir / "programs" / "ProofWriter_dev_gpt-4.json")]
     process = subprocess.Popen([sys.executable, "-m", "logicpipe.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True)
@@ -104,9 +104,9 @@ def test_ctrl_c_exits_130_and_keeps_finished_records(data_dir, tmp_path):
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert stderr.strip().splitlines()[-1] == "error: interrupted; finished records are kept, re-run to resume"
-    assert replay(data_dir, tmp_path, "--limit", "200", dataset="proofwriter",
+    assert replay(data_dir, tmp_path, "--limit", "600", dataset="proofwriter",
                   programs="ProofWriter_dev_gpt-4.json").returncode == 0
-    assert len(records(solve)) == 200
+    assert len(records(solve)) == 600
 
 
 def test_rejected_option_combinations_leave_no_file_behind(data_dir, tmp_path):

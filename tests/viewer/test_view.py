@@ -146,7 +146,7 @@ def test_serve_answers_on_localhost_until_interrupted(viewer_run, tmp_path):
         with urllib.request.urlopen(url, timeout=10) as reply:
             assert reply.read() == page.read_bytes()
         server.send_signal(signal.SIGINT)
-        assert server.wait(timeout=10) == 0
+        assert server.wait(timeout=60) == 0
     finally:
         if server.poll() is None:
             server.kill()
