@@ -7,18 +7,18 @@ import os
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ..data.registry import DatasetSpec, get_dataset, load_task_file
 from ..prompts import PromptSet, is_paper
-from ..stages.config import writable
+from ..stages.config import OutputPaths
 from .params import prompt_ids
 
 # The train split that may be missing: the validation split is then cut in two (ProntoQA has only dev).
 TRAIN = "train"
 
 
-class OptimizeConfig(BaseModel):
+class OptimizeConfig(OutputPaths):
     model_config = ConfigDict(extra="forbid")
 
     dataset: str = ""  # a built-in dataset, or ...
@@ -54,16 +54,6 @@ class OptimizeConfig(BaseModel):
         if value is not None and not math.isfinite(value):
             raise ValueError("must be a finite number")
         return value
-
-    @field_validator("out")
-    @classmethod
-    def _out(cls, value: Path) -> Path:
-        return writable(value, folder=True)
-
-    @field_validator("llm_cache")
-    @classmethod
-    def _cache(cls, value: Path | None) -> Path | None:
-        return None if value is None else writable(value, folder=False)
 
     @model_validator(mode="after")
     def _consistent(self) -> OptimizeConfig:

@@ -41,7 +41,22 @@ def writable(path: Path, folder: bool) -> Path:
     return path
 
 
-class RunConfig(BaseModel):
+class OutputPaths(BaseModel):
+    """The checks on where a command writes (its OUT folder and its --llm-cache file), shared by the
+    run and optimize configs: one line each, before anything is written."""
+
+    @field_validator("out", check_fields=False)
+    @classmethod
+    def _out(cls, value: Path) -> Path:
+        return writable(value, folder=True)
+
+    @field_validator("llm_cache", check_fields=False)
+    @classmethod
+    def _cache(cls, value: Path | None) -> Path | None:
+        return None if value is None else writable(value, folder=False)
+
+
+class RunConfig(OutputPaths):
     model_config = ConfigDict(extra="forbid")
 
     dataset: str = ""  # a built-in dataset, or ...
@@ -88,16 +103,6 @@ class RunConfig(BaseModel):
         if value is not None and not math.isfinite(value):
             raise ValueError("must be a finite number")
         return value
-
-    @field_validator("out")
-    @classmethod
-    def _out(cls, value: Path) -> Path:
-        return writable(value, folder=True)
-
-    @field_validator("llm_cache")
-    @classmethod
-    def _cache(cls, value: Path | None) -> Path | None:
-        return None if value is None else writable(value, folder=False)
 
     @field_validator("max_errors")
     @classmethod
