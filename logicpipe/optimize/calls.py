@@ -9,6 +9,7 @@ import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from ..errors import DataError, LLMError, RunStopped
 from ..llm import Completion, Request, cache_key
@@ -51,13 +52,10 @@ class Budget:
         self._lock = threading.Lock()
         self.base_url = config.endpoint
         self._ledger = config.out / self.LEDGER
-        if self._ledger.is_file():
-            try:
-                saved = json.loads(self._ledger.read_text())
-                self.total = Spend(sent=int(saved["sent"]), prompt_tokens=int(saved["prompt_tokens"]),
-                                   completion_tokens=int(saved["completion_tokens"]))
-            except (ValueError, KeyError, TypeError) as exc:
-                raise DataError(f"{self._ledger}: not a spending record ({exc})") from None
+        saved = read_ledger(config.out)
+        if saved is not None:
+            self.total = Spend(sent=saved["sent"], prompt_tokens=saved["prompt_tokens"],
+                               completion_tokens=saved["completion_tokens"])
 
     @property
     def sent(self) -> int:
@@ -138,6 +136,20 @@ class Budget:
         """Close the step's account and open the next one."""
         done, self.step = self.step, Spend()
         return done
+
+
+def read_ledger(folder: Path) -> dict | None:
+    """What every run into the folder sent and spent (its spent.json, kept after each reply): sent,
+    prompt_tokens, completion_tokens and cost (None without prices); None where there is none yet."""
+    path = folder / Budget.LEDGER
+    if not path.is_file():
+        return None
+    try:
+        ledger = json.loads(path.read_text(encoding="utf-8"))
+        return {"sent": int(ledger["sent"]), "prompt_tokens": int(ledger["prompt_tokens"]),
+                "completion_tokens": int(ledger["completion_tokens"]), "cost": ledger.get("cost")}
+    except (ValueError, KeyError, TypeError) as exc:
+        raise DataError(f"{path}: not a spending record ({exc})") from None
 
 
 def _unbilled(error: LLMError) -> bool:

@@ -5,12 +5,11 @@ set's changes against the start (best.diff)."""
 from __future__ import annotations
 
 import difflib
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..errors import DataError
-from .calls import Budget
+from .calls import read_ledger
 from .records import CandidateRecord, StepRecord
 from .state import OptimizeState, SavedState
 from .stats import describe
@@ -27,23 +26,10 @@ def write_report(folder: Path) -> list[Path]:
     steps, candidates = state.read_steps(), state.read_candidates()
     diff = best_diff(state, saved)
     paths = [folder / "report.md", folder / "best.diff", folder / "curve.png"]
-    paths[0].write_text(markdown(folder, saved, steps, candidates, bool(diff), spent(folder)), encoding="utf-8")
+    paths[0].write_text(markdown(folder, saved, steps, candidates, bool(diff), read_ledger(folder)), encoding="utf-8")
     paths[1].write_text(diff, encoding="utf-8")
     curve(steps, candidates, paths[2])
     return paths
-
-
-def spent(folder: Path) -> dict | None:
-    """What every run into the folder sent and spent (spent.json, kept after each reply), or None."""
-    path = folder / Budget.LEDGER
-    if not path.is_file():
-        return None
-    try:
-        ledger = json.loads(path.read_text(encoding="utf-8"))
-        return {"sent": int(ledger["sent"]), "prompt_tokens": int(ledger["prompt_tokens"]),
-                "completion_tokens": int(ledger["completion_tokens"]), "cost": ledger.get("cost")}
-    except (ValueError, KeyError, TypeError) as exc:
-        raise DataError(f"{path}: not a spending record ({exc})") from None
 
 
 def best_diff(state: OptimizeState, saved: SavedState) -> str:
