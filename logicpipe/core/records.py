@@ -40,6 +40,12 @@ REFINABLE = {ErrorCategory.parse, ErrorCategory.execution, ErrorCategory.timeout
 REVISE_SOURCE = "revise:"
 
 
+def round_stands(source: str, revised: bool | None) -> bool:
+    """Whether a refinement round's program counts, from its record's source and its comparison's
+    verdict: a repair does; a semantic revision (--refine semantic) only once it has won."""
+    return not source.startswith(REVISE_SOURCE) or revised is True
+
+
 class StageError(BaseModel):
     model_config = ConfigDict(extra="forbid")
     category: ErrorCategory

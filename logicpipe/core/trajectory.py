@@ -17,6 +17,7 @@ from .records import (
     InterpretRecord,
     Problem,
     SolveRecord,
+    round_stands,
     text_sha,
 )
 
@@ -83,10 +84,10 @@ class Trajectory:
         """Whether round `round_`'s program counts: a repair does; a semantic revision only once it
         has won its comparison (otherwise the trajectory backtracks to the program it revised)."""
         record = self.refined.get(round_)
-        if record is None or not record.revision():
+        if record is None:
             return True
         decision = self.decided.get(round_)
-        return decision is not None and decision.revised
+        return round_stands(record.source, decision.revised if decision is not None else None)
 
     def rejected(self, before: int) -> bool:
         """Whether a revision before round `before` was not taken: asking again for the same program

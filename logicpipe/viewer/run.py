@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.records import REVISE_SOURCE
+from ..core.records import round_stands
 from ..data.fetch import cache_dir
 from ..data.loaders import data_root, load_problems
 from ..data.registry import get_dataset, source
@@ -154,9 +154,8 @@ def _problem(dataset: str, identifier: str, stage: dict[str, dict[str, dict]],
         if identifier in refined or identifier in solved:
             history.append(_round(number, refined.get(identifier, {}), solved.get(identifier, {}),
                                   decided.get(identifier, {})))
-            # A semantic revision stands only once it won its comparison (core/trajectory.py: stands).
-            revision = str(refined.get(identifier, {}).get("source", "")).startswith(REVISE_SOURCE)
-            if not revision or decided.get(identifier, {}).get("revised") is True:
+            if round_stands(str(refined.get(identifier, {}).get("source", "")),
+                            decided.get(identifier, {}).get("revised")):
                 standing = history[-1]
     for before, after in zip(history, history[1:]):
         after["diff"] = _diff(before["program"], after["program"], before["round"], after["round"])
