@@ -81,7 +81,7 @@ def _options(
     max_errors: str = typer.Option("10%", "--max-errors", help="model errors a run tolerates before it stops: a count or a percentage of the problems"),
     prompts: Optional[str] = typer.Option(None, "--prompts", help="folder of prompt templates that replace the shipped ones of the same name, or the bare word logic-lm: Logic-LM's own prompts (downloaded once, pinned by sha256; ./logic-lm is a folder)"),
 ) -> RunConfig:
-    values = {k: v for k, v in locals().items()}
+    values = dict(locals())
     values["prompts"] = prompts_option(prompts)
     try:
         return RunConfig(**values)

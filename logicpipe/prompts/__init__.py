@@ -81,10 +81,10 @@ def _shipped(prompt_id: str) -> Prompt | None:
 def prompts_option(text: str | None) -> Path | None:
     """--prompts as typed: only the bare word `logic-lm` names Logic-LM's prompts; a path is a folder,
     so `./logic-lm` and `logic-lm/` (which Path would shorten to the word) are kept as absolute paths."""
-    if text is None or text == logiclm.PAPER:
-        return None if text is None else Path(text)
+    if text is None:
+        return None
     path = Path(text)
-    return path.absolute() if str(path) == logiclm.PAPER else path
+    return path.absolute() if text != logiclm.PAPER and str(path) == logiclm.PAPER else path
 
 
 def is_paper(folder: Path) -> bool:
