@@ -287,6 +287,17 @@ CSP_BAD = [
 ]
 
 
+def _accepted_by_both(language, text, exact):
+    get_solver(language).parse(text)
+    assert exact[language].accepts(text)
+
+
+def _rejected_by_both(language, text, exact):
+    with pytest.raises(ProgramParseError):
+        get_solver(language).parse(text)
+    assert not exact[language].accepts(text)
+
+
 @pytest.mark.parametrize("domain, constraint, option", CSP_GOOD)
 def test_csp_constructs_accepted_by_both(domain, constraint, option, exact, decoding):
     text = CSP.format(domain=domain, constraint=constraint, option=option)
@@ -296,10 +307,7 @@ def test_csp_constructs_accepted_by_both(domain, constraint, option, exact, deco
 
 @pytest.mark.parametrize("domain, constraint, option", CSP_BAD)
 def test_csp_broken_constructs_rejected_by_both(domain, constraint, option, exact):
-    text = CSP.format(domain=domain, constraint=constraint, option=option)
-    with pytest.raises(ProgramParseError):
-        get_solver("csp").parse(text)
-    assert not exact["csp"].accepts(text)
+    _rejected_by_both("csp", CSP.format(domain=domain, constraint=constraint, option=option), exact)
 
 
 CSP_LAYOUTS_GOOD = [
@@ -323,15 +331,12 @@ CSP_LAYOUTS_BAD = [
 
 @pytest.mark.parametrize("text", CSP_LAYOUTS_GOOD)
 def test_csp_layouts_accepted_by_both(text, exact):
-    get_solver("csp").parse(text)
-    assert exact["csp"].accepts(text)
+    _accepted_by_both("csp", text, exact)
 
 
 @pytest.mark.parametrize("text", CSP_LAYOUTS_BAD)
 def test_csp_broken_layouts_rejected_by_both(text, exact):
-    with pytest.raises(ProgramParseError):
-        get_solver("csp").parse(text)
-    assert not exact["csp"].accepts(text)
+    _rejected_by_both("csp", text, exact)
 
 
 def test_decoding_grammar_stops_at_the_end_line(exact, decoding):
@@ -399,10 +404,7 @@ def test_smt_constructs_accepted_by_both(declaration, constraint, option, exact,
 
 @pytest.mark.parametrize("declaration, constraint, option", SMT_BAD)
 def test_smt_broken_constructs_rejected_by_both(declaration, constraint, option, exact):
-    text = SMT.format(declaration=declaration, constraint=constraint, option=option)
-    with pytest.raises(ProgramParseError):
-        get_solver("smt").parse(text)
-    assert not exact["smt"].accepts(text)
+    _rejected_by_both("smt", SMT.format(declaration=declaration, constraint=constraint, option=option), exact)
 
 
 SMT_LAYOUTS_GOOD = [
@@ -421,15 +423,12 @@ SMT_LAYOUTS_BAD = [
 
 @pytest.mark.parametrize("text", SMT_LAYOUTS_GOOD)
 def test_smt_layouts_accepted_by_both(text, exact):
-    get_solver("smt").parse(text)
-    assert exact["smt"].accepts(text)
+    _accepted_by_both("smt", text, exact)
 
 
 @pytest.mark.parametrize("text", SMT_LAYOUTS_BAD)
 def test_smt_broken_layouts_rejected_by_both(text, exact):
-    with pytest.raises(ProgramParseError):
-        get_solver("smt").parse(text)
-    assert not exact["smt"].accepts(text)
+    _rejected_by_both("smt", text, exact)
 
 
 def _expression_recogniser(rule: str) -> Recogniser:
