@@ -19,8 +19,8 @@ class PrerequisiteError(LogicPipeError):
     """A required binary or package is missing; the message carries the install command."""
 
 
-class ProgramParseError(LogicPipeError):
-    """An LLM-written program does not follow its grammar."""
+class _Located(LogicPipeError):
+    """An error in an LLM-written program, with where it is: `line N, column C: reason in 'text'`."""
 
     def __init__(self, message: str, line: int | None = None, column: int | None = None, text: str | None = None):
         self.reason = message
@@ -34,8 +34,19 @@ class ProgramParseError(LogicPipeError):
         super().__init__(f"{where}{message}{shown}")
 
 
+class ProgramParseError(_Located):
+    """An LLM-written program does not follow its grammar (what the grammars in llm/grammars reject)."""
+
+
 class ProgramExecutionError(LogicPipeError):
     """A parsed program failed while the solver ran it (type error, unknown symbol, solver error)."""
+
+
+class ProgramCheckError(_Located, ProgramExecutionError):
+    """A well-formed program that uses a name it never declared, declares one twice, or gives a value its
+    solver cannot take (an empty domain). No context-free grammar can rule these out, so they are no
+    parse errors: like Logic-LM, whose solvers meet them as a NameError when they run the program, they
+    count as execution errors."""
 
 
 class SolverTimeout(LogicPipeError):

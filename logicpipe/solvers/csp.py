@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import PrerequisiteError, ProgramExecutionError, ProgramParseError
+from ..errors import PrerequisiteError, ProgramCheckError, ProgramExecutionError, ProgramParseError
 from .base import Limits, SolverResult
 from .pyexpr import BASE_NODES, clip, parse_expression, source
 from .sections import walk_sections
@@ -62,12 +62,15 @@ def _domain(text: str, number: int) -> list[Any]:
     node = parse_expression(text, number, BASE_NODES, frozenset({"range"}))
     bounds = [a.value for a in getattr(node, "args", []) if isinstance(a, ast.Constant) and type(a.value) is int]
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "range" and (
-            1 <= len(bounds) == len(node.args) <= 3) and bounds[2:] != [0]:
-        # A huge range is left to the worker's memory bound, which reports it; a step of 0 is an
-        # empty domain here, not Python's ValueError.
+            1 <= len(bounds) == len(node.args) <= 3):
+        # A huge range is left to the worker's memory bound, which reports it. A step of 0 (Python's
+        # ValueError) and an empty range depend on values, not on the syntax: check errors.
+        if bounds[2:] == [0]:
+            raise ProgramCheckError("a range's step must not be 0", number, text=clip(text))
         values = range(*bounds)
-        if values:
-            return list(values)
+        if not values:
+            raise ProgramCheckError("the domain is empty", number, text=clip(text))
+        return list(values)
     if isinstance(node, (ast.List, ast.Tuple)):
         if any(isinstance(e, ast.Name) for e in node.elts):
             words = ", ".join(repr(e.id) for e in node.elts if isinstance(e, ast.Name))
@@ -78,7 +81,8 @@ def _domain(text: str, number: int) -> list[Any]:
     raise ProgramParseError("a domain must be a non-empty list of constants or range(a, b)", number, text=clip(text))
 
 
-def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int, text: str) -> Compiled:
+def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int, text: str,
+             checks: list[ProgramCheckError]) -> Compiled:
     """Turn a checked tree into a closure over a solution dict. Operators and calls turn a Python
     failure at run time into a ProgramExecutionError naming the line and the sub-expression."""
     if isinstance(node, ast.Constant):
@@ -89,13 +93,14 @@ def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int
         if name in ("True", "False"):
             return (lambda env: True) if name == "True" else (lambda env: False)
         if name not in known:
-            raise ProgramParseError(f"unknown variable '{name}'", number, node.col_offset + 1, text)
+            checks.append(ProgramCheckError(f"unknown variable '{name}'", number, node.col_offset + 1, text))
+            return lambda env: None
         if name not in used:
             used.append(name)
         return lambda env: env[name]
 
     def compile_(child: ast.expr) -> Compiled:
-        return _compile(child, known, used, number, text)
+        return _compile(child, known, used, number, text, checks)
 
     if isinstance(node, ast.BoolOp):
         parts = [compile_(v) for v in node.values]
@@ -195,7 +200,11 @@ class CSPSolver:
         _constraint_module()
 
     def parse(self, text: str) -> CSPProgram:
+        """The syntax of the whole program first, then its names and values: a check error (an unknown
+        variable, say) is raised only once every line has parsed, so a parse error is exactly what the
+        grammar (llm/grammars/csp.gbnf) rejects."""
         program = CSPProgram()
+        checks: list[ProgramCheckError] = []
         sections = _sections(text, program.notes)
         domains: dict[str, list[Any]] = {}  # variables mostly share one domain text
         for number, line in sections["Variables"]:
@@ -204,28 +213,35 @@ class CSPSolver:
             if not sep or not name.isidentifier():
                 raise ProgramParseError("expected 'name [IN] [values]'", number, text=clip(line))
             if name in program.variables:
-                raise ProgramParseError(f"variable '{name}' declared twice", number, text=clip(line))
+                checks.append(ProgramCheckError(f"variable '{name}' declared twice", number, text=clip(line)))
             if domain not in domains:
-                domains[domain] = _domain(domain, number)
+                try:
+                    domains[domain] = _domain(domain, number)
+                except ProgramCheckError as exc:
+                    checks.append(exc)
+                    domains[domain] = []
             program.variables[name] = domains[domain]
         calls = frozenset(_FUNCTIONS) | {"AllDifferentConstraint"}
         for number, line in sections["Constraints"]:
             node = parse_expression(line, number, BASE_NODES, calls)
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "AllDifferentConstraint":
-                names = _all_different(node, program.variables, number, line)
+                names = _all_different(node, program.variables, number, line, checks)
                 program.constraints.append(Constraint(names, None, line, number))
                 continue
             used: list[str] = []
-            check = _compile(node, program.variables, used, number, line)
+            check = _compile(node, program.variables, used, number, line, checks)
             program.constraints.append(Constraint(used, check, line, number))
         for number, line in sections["Query"]:
             match = _OPTION.match(line)
             if not match:
                 raise ProgramParseError("expected an option such as 'A) variable == 2'", number, text=clip(line))
             node = parse_expression(match.group(2), number, BASE_NODES, frozenset(_FUNCTIONS))
-            program.options.append((match.group(1).upper(), _compile(node, program.variables, [], number, line), line))
+            compiled = _compile(node, program.variables, [], number, line, checks)
+            program.options.append((match.group(1).upper(), compiled, line))
         if not program.options:
             raise ProgramParseError("the Query section has no options")
+        if checks:
+            raise checks[0]
         return program
 
     def execute(self, program: CSPProgram, limits: Limits) -> SolverResult:
@@ -266,13 +282,17 @@ def _positional(constraint: Constraint) -> Callable[..., bool]:
     return lambda *values: bool(check(dict(zip(names, values))))
 
 
-def _all_different(node: ast.Call, known: dict[str, Any], number: int, text: str) -> list[str]:
+def _all_different(node: ast.Call, known: dict[str, Any], number: int, text: str,
+                   checks: list[ProgramCheckError]) -> list[str]:
     args = node.args
     if len(args) == 1 and isinstance(args[0], (ast.List, ast.Tuple)):
         args = args[0].elts
     names = []
     for arg in args:
-        if not isinstance(arg, ast.Name) or arg.id not in known:
-            raise ProgramParseError("AllDifferentConstraint takes a list of declared variables", number, text=clip(text))
+        if not isinstance(arg, ast.Name):
+            raise ProgramParseError("AllDifferentConstraint takes a list of variables", number, text=clip(text))
+        if arg.id not in known:
+            checks.append(ProgramCheckError(f"unknown variable '{arg.id}' in AllDifferentConstraint", number,
+                                            arg.col_offset + 1, text))
         names.append(arg.id)
     return names

@@ -2,7 +2,7 @@ import sys
 
 import pytest
 
-from logicpipe.errors import ProgramParseError
+from logicpipe.errors import ProgramCheckError, ProgramExecutionError, ProgramParseError
 from logicpipe.solvers import Limits, execute_task, get_solver
 
 
@@ -43,7 +43,6 @@ def test_option_holding_in_only_some_solutions_is_not_entailed():
 
 
 @pytest.mark.parametrize("bad, reason", [
-    (GOOD.replace("red < blue", "red < purple"), "unknown variable 'purple'"),
     (GOOD.replace("red < blue", "red.__class__"), "attribute access"),
     (GOOD.replace("red < blue", "red <"), "syntax error"),
     (GOOD.replace("Query:\n", ""), "missing section 'Query:'"),
@@ -62,8 +61,8 @@ def test_bad_programs_are_parse_errors_with_a_useful_message(bad, reason):
 
 def test_parse_error_names_line_and_column():
     with pytest.raises(ProgramParseError) as caught:
-        get_solver("csp").parse(GOOD.replace("red < blue", "red < purple"))
-    assert caught.value.line == 9 and caught.value.column == 7
+        get_solver("csp").parse(GOOD.replace("red < blue", "red < (blue"))
+    assert caught.value.line == 9 and caught.value.column is not None
 
 
 def test_unsatisfiable_constraints_give_no_answer():
@@ -90,12 +89,30 @@ def small(constraint: str = "a != b", domain: str = "[1, 2, 3]") -> dict:
     ("['\\ud800', 'x']", "line 2, column 2: string '\\ud800' is not valid Unicode (a lone surrogate escape)"),
     ("[0x" + "f" * 3600 + ", 1]", "line 2, column 2: integer 0xfffffffffffffffffff... is out of range"),
     ("[red, blue]", "line 2: domain values must be constants: quote names, as in ['red', 'blue']"),
-    # Python's range raises ValueError for a step of 0; here it is an empty domain.
-    ("range(1, 5, 0)", "line 2: a domain must be a non-empty list of constants or range(a, b)"),
+    ("[]", "line 2: a domain must be a non-empty list of constants or range(a, b)"),
 ])
 def test_domains_that_could_not_be_recorded_or_enumerated_are_parse_errors(domain, message):
     kind, text = pair(small(domain=domain).error)
     assert kind == "parse" and text.startswith(message)
+
+
+# What no context-free grammar can rule out (names, values) is a check error: Logic-LM meets these when
+# it runs the program, so they are execution errors, with the line and the reason all the same.
+@pytest.mark.parametrize("program, message", [
+    (GOOD.replace("red < blue", "red < purple"), "line 9, column 7: unknown variable 'purple' in 'red < purple'"),
+    (GOOD.replace("AllDifferentConstraint([red, blue, green])", "AllDifferentConstraint([red, grey])"),
+     "unknown variable 'grey' in AllDifferentConstraint"),
+    (GOOD.replace("Constraints:", "red [IN] [4]\nConstraints:"), "variable 'red' declared twice"),
+    (SMALL.format(constraint="a != b", domain="range(1, 5, 0)"), "line 2: a range's step must not be 0"),
+    (SMALL.format(constraint="a != b", domain="range(5, 1)"), "line 2: the domain is empty in 'range(5, 1)'"),
+])
+def test_undeclared_names_and_empty_domains_are_check_errors_that_count_as_execution(program, message):
+    with pytest.raises(ProgramCheckError) as caught:
+        get_solver("csp").parse(program)
+    assert message in str(caught.value)
+    assert isinstance(caught.value, ProgramExecutionError) and not isinstance(caught.value, ProgramParseError)
+    error = execute_task({"solver": "csp", "program": program}).error
+    assert error.category == "execution" and message in error.message
 
 
 def test_explanation_round_trips_through_a_solve_record():
