@@ -47,10 +47,12 @@ def _read(name: str) -> str:
 
 
 def lines_per_section(language: str, max_tokens: int | None) -> int:
-    """LINES, or fewer where max_tokens would not hold every section (and the last) at that length."""
+    """LINES, or fewer where max_tokens would not hold every section (and the last) at that length:
+    the bound on a section's lines after its first, which every section but the Domain and
+    Predicates ones must have."""
     if max_tokens is None:
         return LINES
-    return max(2, min(LINES, max_tokens // LINE_TOKENS // (SECTIONS[language] + 1)))
+    return max(2, min(LINES, max_tokens // LINE_TOKENS // (SECTIONS[language] + 1) - 1))
 
 
 def _pick_rules(grammar: str, decoding: bool) -> str:
