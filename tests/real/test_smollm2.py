@@ -84,17 +84,9 @@ def test_every_problem_ends_as_a_record_in_every_stage(real_run, dataset, constr
 
 
 FORMALISMS = {"lp": ["prontoqa", "proofwriter"], "fol": ["folio"], "csp": ["logicaldeduction"], "smt": ["ar-lsat"]}
-# Not reached for CSP and SMT (measured with make test-llm, max_tokens 256): LogicalDeduction 0 of 10
-# programs parsed. The model's constraint lines run long (lists of numbers and names), so replies end
-# at max_tokens before the query, and the programs that end use names they never declared ("unknown
-# variable"), which no context-free grammar can rule out. Strict: once a rate is reached this fails.
-_SHORT = pytest.mark.xfail(strict=True, reason="SmolLM2-135M's CSP and SMT programs run past max_tokens or "
-                           "use undeclared names (not context-free); LP and FOL parse at 100%")
-
 
 @pytest.mark.timeout(3600)  # alone, it makes the formalism's constrained runs
-@pytest.mark.parametrize("formalism", [pytest.param(f, marks=_SHORT) if f in ("csp", "smt") else f
-                                       for f in FORMALISMS])
+@pytest.mark.parametrize("formalism", FORMALISMS)
 def test_constrained_programs_parse(real_run, formalism):
     """Grammar-constrained decoding: at least 95% of the programs the model wrote parse, over the
     formulated and the refined ones of the formalism's datasets."""
