@@ -1,4 +1,5 @@
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -36,6 +37,13 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     """No test touches the user's cache or the network-default download location."""
     monkeypatch.setenv("LOGICPIPE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
     monkeypatch.setenv("LOGICPIPE_DATA_URL", "http://127.0.0.1:9/unreachable")
+
+
+def ctrl_c_default() -> None:
+    """Popen's preexec_fn for a child a test interrupts: SIGINT handled as Python does by default. A
+    shell that starts the test run in the background (`make test &`) leaves SIGINT ignored, and an
+    ignored signal stays ignored across exec, so Ctrl-C would never reach the child."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:

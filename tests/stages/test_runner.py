@@ -10,7 +10,7 @@ import time
 
 from logicpipe.stages.identity import DirectoryLock
 from logicpipe.testing import FakeOpenAI, Fault, ScriptedReplies
-from tests.conftest import ROOT, cli
+from tests.conftest import ROOT, cli, ctrl_c_default
 
 LD = "LogicalDeduction_dev_gpt-4.json"
 
@@ -95,7 +95,8 @@ def test_ctrl_c_exits_130_and_keeps_finished_records(data_dir, tmp_path):
     args = ["run", "-d", "proofwriter", "--limit", "600", "--data-dir", str(data_dir), "--out", str(tmp_path),
             "--programs", str(data_dir / "programs" / "ProofWriter_dev_gpt-4.json")]
     process = subprocess.Popen([sys.executable, "-m", "logicpipe.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True, start_new_session=True)
+                               stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               preexec_fn=ctrl_c_default)
     solve = tmp_path / "proofwriter" / "solve.jsonl"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline and not (solve.exists() and solve.read_bytes().count(b"\n") >= 3):

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import urllib.request
 
-from tests.conftest import ROOT, cli
+from tests.conftest import ROOT, cli, ctrl_c_default
 from tests.viewer.conftest import INJECTED_ID, INJECTED_LINE, INJECTION
 from tests.viewer.pages import by_id, payload, records
 
@@ -135,7 +135,7 @@ def test_a_folder_without_runs_is_one_error_line_and_no_page(tmp_path):
 def test_serve_answers_on_localhost_until_interrupted(viewer_run, tmp_path):
     page = tmp_path / "page.html"
     server = subprocess.Popen([sys.executable, "-m", "logicpipe.cli", "view", str(viewer_run), "--out", str(page),
-                               "--serve"], cwd=ROOT, stderr=subprocess.PIPE, text=True)
+                               "--serve"], cwd=ROOT, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_default)
     try:
         lines = []
         while not any("serving" in line for line in lines):
