@@ -37,7 +37,7 @@ def settings(constrain: bool) -> dict[str, object]:
     """SETTINGS for a run with or without --constrain. Unconstrained, the 135M model never ends a
     program, so its replies are cut shorter (they only have to exercise refinement and the
     chain-of-thought backup). Constrained runs fall back to a random answer: the chain-of-thought
-    request is the same either way, and grammar sampling is slow (about 4x on 2 cores)."""
+    request is the same either way, and grammar sampling is slower than free decoding."""
     if constrain:
         return {**SETTINGS, "backup": "random"}
     return {**SETTINGS, "max_tokens": 128}

@@ -41,7 +41,7 @@ def real_run(llama_server, data_dir, tmp_path_factory):
     return run
 
 
-# A constrained run took up to 10 minutes on 2 shared cores (grammar sampling halves the decoding speed).
+# A constrained run takes a few minutes on 2 cores (grammar sampling is slower than free decoding).
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("constrain", [False, True], ids=["free", "constrained"])
 @pytest.mark.parametrize("dataset", DATASETS)
