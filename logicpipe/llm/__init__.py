@@ -11,10 +11,11 @@ from .client import (
     api_key,
     cache_key,
     default_cache_path,
+    endpoint,
     parse_reply,
     request_body,
     request_headers,
 )
 
 __all__ = ["Completion", "LLMClient", "LLMError", "LLMSettings", "MalformedReply", "Request", "Totals",
-           "api_key", "cache_key", "default_cache_path", "parse_reply", "request_body", "request_headers"]
+           "api_key", "cache_key", "default_cache_path", "endpoint", "parse_reply", "request_body", "request_headers"]

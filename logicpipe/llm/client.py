@@ -157,6 +157,11 @@ def default_cache_path() -> Path:
 OnResult = Callable[[Request, "Completion | LLMError"], None]
 
 
+def endpoint(base_url: str | None) -> str:
+    """Where requests go: --base-url, else OPENAI_BASE_URL, else OpenAI's API."""
+    return base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+
+
 def api_key(base_url: str | None, given: str | None = None) -> str:
     """The key requests carry; UsageError when there is none and no local endpoint (callers check
     this before they write anything)."""
@@ -171,7 +176,7 @@ def api_key(base_url: str | None, given: str | None = None) -> str:
 class LLMClient:
     def __init__(self, settings: LLMSettings):
         self.settings = settings
-        self.base_url = settings.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        self.base_url = endpoint(settings.base_url)
         self._api_key = api_key(settings.base_url, settings.api_key)
         self._cache = Cache(settings.cache_path or default_cache_path())
         self.totals = Totals()

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import math
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from ..data.registry import DatasetSpec, get_dataset, load_task_file
+from ..llm.client import endpoint
 from ..prompts import PromptSet, is_paper
 from ..stages.config import OutputPaths
 from .params import prompt_ids
@@ -83,7 +83,7 @@ class OptimizeConfig(OutputPaths):
 
     @property
     def endpoint(self) -> str:
-        return self.base_url or os.environ.get("OPENAI_BASE_URL") or "https://api.openai.com/v1"
+        return endpoint(self.base_url)
 
     def identity(self) -> dict[str, Any]:
         """The options that decide what each step does and how it is judged, by the flag that sets them:
