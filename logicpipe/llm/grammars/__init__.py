@@ -7,9 +7,9 @@ is `root`.
 Each file gives two grammars. Markers stand where they differ:
 - `{sections}` after the sections before the last one, `{lines}` after the line of a section (or
   blank lines), `{chars}` after a free-running character class or item inside a line (names,
-  comments, arguments), `{spaces}` after a run of spaces and tabs, `{tail}` for lines the parser
-  ignores after the last section, and `X{after}` for sections the parser reads after the last
-  required one. A rule named `decoding-X` replaces rule X in the decoding grammar (and is left out
+  comments, arguments), `{spaces}` after a run of spaces and tabs, `{note}` after free text in a
+  decoding rule (notes, comments, strings), `{tail}` for lines the parser ignores after the last
+  section, and `X{after}` for sections the parser reads after the last required one. A rule named `decoding-X` replaces rule X in the decoding grammar (and is left out
   of the exact one): a canonical shape for a model to write, where the parser accepts many
   (sections in their usual order, each once).
 - The exact grammar (`load(language)`) is the language the parser accepts: every marker is `*`
@@ -36,6 +36,9 @@ LINES = 30
 CHARS = 48
 # Spaces in a row: SmolLM2-135M filled whole replies with tabs where 200 were allowed.
 SPACES = 4
+# Characters of free text in a line (a ':::' note, a comment, a Domain: line, a string): SmolLM2-135M
+# wrote sentences there until its tokens ran out.
+NOTE = 40
 # Sections a program may repeat before its last one, per language (LP: predicates, facts, rules).
 SECTIONS = {"lp": 3, "fol": 2, "csp": 3, "smt": 2}
 # Tokens in a program line with its ':::' comment, counted generously (SmolLM2's tokenizer: 12 to 18
@@ -90,7 +93,7 @@ def load(language: str, decoding: bool = False, max_tokens: int | None = None) -
         grammar = re.sub(r"\S+\{after\}", "", grammar)
         marks = {"{sections}": f"{{0,{SECTIONS[language]}}}",
                  "{lines}": f"{{0,{lines_per_section(language, max_tokens)}}}", "{chars}": f"{{0,{CHARS}}}",
-                 "{spaces}": f"{{0,{SPACES}}}", "{tail}": ""}
+                 "{spaces}": f"{{0,{SPACES}}}", "{note}": f"{{0,{NOTE}}}", "{tail}": ""}
     for marker, value in marks.items():
         grammar = grammar.replace(marker, value)
     return grammar
