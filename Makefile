@@ -12,11 +12,15 @@ export LOGICPIPE_DATA ?= $(if $(wildcard ../shared/logic-lm/data),$(abspath ../s
 setup:
 	bash scripts/setup.sh
 
+# Two pytest workers (pytest-xdist): most tests wait on solver subprocesses, servers and the CLI, so
+# two keep both cores busy; tests sharing the Ray cluster or the browser stay on one (tests/conftest.py).
+TEST_WORKERS ?= 2
+
 test: setup
-	$(PY) -m pytest -q
+	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
 
 test-all: setup
-	$(PY) -m pytest -q -m ""
+	$(PY) -m pytest -q -m "not llm" -n $(TEST_WORKERS) --dist loadgroup
 
 # The real-model tests: SmolLM2-135M on a local llama.cpp server (scripts/llm-setup.sh installs it).
 test-llm: setup

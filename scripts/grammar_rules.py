@@ -41,7 +41,7 @@ def names() -> list[str]:
     """py-name: an identifier that Python reads as a name the solvers allow (ASCII only)."""
     words = sorted(w for w in keyword.kwlist)
     prefixes = sorted({w[:i] for w in words for i in range(1, len(w))} | set(words))
-    rules = [f"py-name-tail ::= {IDENT}{{chars}}"]
+    rules = [f"py-name-tail ::= {IDENT}{{name}}"]
 
     def rule(prefix: str) -> str:
         return "py-name-" + prefix if prefix else "py-name"

@@ -26,8 +26,11 @@ SETUP = "scripts/llm-setup.sh"
 N_CTX = 4096  # the longest prompt (an AR-LSAT refinement, ~1,500 tokens) plus a reply fits
 
 # Run settings for the 135M model, shared by the real-model tests and scripts/benchmark_real.py. The
-# server answers one request at a time, so more in flight would only queue and risk timeouts.
-SETTINGS: dict[str, object] = {"max_tokens": 256, "max_rounds": 1, "backup": "cot", "max_concurrency": 1,
+# server answers one request at a time, so more in flight would only queue and risk timeouts. At 512
+# tokens the decoding grammars hold three lines a section for LP and CSP and five for FOL and SMT
+# (AR-LSAT's five options): SmolLM2-135M fills every line it is given, at 13 to 16 tokens a line, so a
+# typical program takes about 250 tokens, and one of long names, lists and notes still ends.
+SETTINGS: dict[str, object] = {"max_tokens": 512, "max_rounds": 1, "backup": "cot", "max_concurrency": 1,
                                "llm_timeout": 300.0, "max_retries": 1}
 # Problems per dataset: ten per formalism (ProntoQA and ProofWriter share logic programming).
 PROBLEMS = {"prontoqa": 5, "proofwriter": 5, "folio": 10, "logicaldeduction": 10, "ar-lsat": 10}

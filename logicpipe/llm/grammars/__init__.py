@@ -8,10 +8,11 @@ Each file gives two grammars. Markers stand where they differ:
 - `{sections}` after the sections before the last one, `{lines}` after the line of a section (or
   blank lines), `{chars}` after a free-running character class or item inside a line (names,
   comments, arguments), `{spaces}` after a run of spaces and tabs, `{note}` after free text in a
-  decoding rule (notes, comments, strings), `{tail}` for lines the parser ignores after the last
-  section, and `X{after}` for sections the parser reads after the last required one. A rule named `decoding-X` replaces rule X in the decoding grammar (and is left out
-  of the exact one): a canonical shape for a model to write, where the parser accepts many
-  (sections in their usual order, each once).
+  decoding rule (notes, comments, strings), `{name}` after the characters of a CSP or SMT name,
+  `{tail}` for lines the parser ignores after the last section, and `X{after}` for sections the
+  parser reads after the last required one. A rule named `decoding-X` replaces rule X in the
+  decoding grammar (and is left out of the exact one): a canonical shape for a model to write,
+  where the parser accepts many (sections in their usual order, each once).
 - The exact grammar (`load(language)`) is the language the parser accepts: every marker is `*`
   (`{tail}` is any lines). Tests hold it to the parser.
 - The decoding grammar (`load(language, decoding=True, max_tokens=N)`), sent with --constrain, is the
@@ -34,6 +35,9 @@ _REPLACE = "decoding-"
 # wrote a 200-character variable name where 200 were allowed, and its program ran out of tokens.
 LINES = 30
 CHARS = 48
+# Characters of a CSP or SMT name (Python's names): the released programs' longest is 22, and a name
+# of random letters costs SmolLM2 a token a letter.
+NAME = 24
 # Spaces in a row: SmolLM2-135M filled whole replies with tabs where 200 were allowed.
 SPACES = 4
 # Characters of free text in a line (a ':::' note, a comment, a Domain: line, a string): SmolLM2-135M
@@ -42,8 +46,9 @@ NOTE = 40
 # Sections a program may repeat before its last one, per language (LP: predicates, facts, rules).
 SECTIONS = {"lp": 3, "fol": 2, "csp": 3, "smt": 2}
 # Tokens in a program line with its ':::' comment, counted generously (SmolLM2's tokenizer: 12 to 18
-# on its own lines), so that a model that fills every section still ends within max_tokens.
-LINE_TOKENS = 20
+# on its own lines; SmolLM2-135M's constrained programs averaged 13 to 16, and its long-winded ones 25),
+# so that a model that fills every section, header included, still ends within max_tokens.
+LINE_TOKENS = 28
 
 
 def _read(name: str) -> str:
@@ -51,12 +56,12 @@ def _read(name: str) -> str:
 
 
 def lines_per_section(language: str, max_tokens: int | None) -> int:
-    """LINES, or fewer where max_tokens would not hold every section (and the last) at that length:
-    the bound on a section's lines after its first, which every section but the Domain and
-    Predicates ones must have."""
+    """LINES, or fewer where max_tokens would not hold every section at that length (its header, its
+    first line, which every section but the Domain and Predicates ones must have, and the lines after
+    it, which this bounds); never fewer than two, so that a section can say something."""
     if max_tokens is None:
         return LINES
-    return max(2, min(LINES, max_tokens // LINE_TOKENS // (SECTIONS[language] + 1) - 1))
+    return max(2, min(LINES, max_tokens // (LINE_TOKENS * (SECTIONS[language] + 1)) - 2))
 
 
 def _pick_rules(grammar: str, decoding: bool) -> str:
@@ -88,12 +93,13 @@ def load(language: str, decoding: bool = False, max_tokens: int | None = None) -
     grammar = _pick_rules(grammar, decoding)
     if not decoding:
         marks = {"{sections}": "*", "{lines}": "*", "{chars}": "*", "{spaces}": "*", "{tail}": "any-line*",
-                 "{after}": "*"}
+                 "{after}": "*", "{name}": "*"}
     else:
         grammar = re.sub(r"\S+\{after\}", "", grammar)
         marks = {"{sections}": f"{{0,{SECTIONS[language]}}}",
                  "{lines}": f"{{0,{lines_per_section(language, max_tokens)}}}", "{chars}": f"{{0,{CHARS}}}",
-                 "{spaces}": f"{{0,{SPACES}}}", "{note}": f"{{0,{NOTE}}}", "{tail}": ""}
+                 "{spaces}": f"{{0,{SPACES}}}", "{note}": f"{{0,{NOTE}}}", "{name}": f"{{0,{NAME - 1}}}",
+                 "{tail}": ""}
     for marker, value in marks.items():
         grammar = grammar.replace(marker, value)
     return grammar
