@@ -9,7 +9,7 @@ import pytest
 from logicpipe.errors import ProgramCheckError, ProgramParseError
 from logicpipe.llm.grammars import LANGUAGES, load
 from logicpipe.solvers import get_solver
-from tests.llm.gbnf import Recogniser
+from tests.llm.gbnf import Recogniser, _walk, parse_grammar
 
 LP = """Predicates:
 Big($x, bool) ::: Is x big?
@@ -235,3 +235,37 @@ def test_a_decoding_rule_replaces_its_namesake_only_in_the_decoding_grammar(monk
     exact, decoding = grammars.load("lp"), grammars.load("lp", decoding=True)
     assert 'root ::= "a"*' in exact and "decoding-" not in exact
     assert 'root ::= "b"{0,30} "\\n"' in decoding and '"a"' not in decoding and "decoding-" not in decoding
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_llama_cpp_takes_the_decoding_grammar(language):
+    """llama.cpp's own GBNF reader, with SmolLM2's vocabulary (scripts/llm-setup.sh installs both; .ci/run
+    runs it before make test, so this runs there)."""
+    llama_cpp = pytest.importorskip("llama_cpp")
+    from logicpipe.testing.llamacpp import smollm2_gguf
+
+    model_path = smollm2_gguf()
+    if model_path is None:
+        pytest.skip("SmolLM2's GGUF is not installed (scripts/llm-setup.sh)")
+    llama_cpp.llama_backend_init()
+    params = llama_cpp.llama_model_default_params()
+    params.vocab_only = True
+    model = llama_cpp.llama_model_load_from_file(str(model_path).encode(), params)
+    try:
+        vocab = llama_cpp.llama_model_get_vocab(model)
+        refused = llama_cpp.llama_sampler_init_grammar(vocab, b'root ::= ("a" x{0,200}){0,200}\nx ::= "b"\n', b"root")
+        assert not refused  # the limit this test is about
+        sampler = llama_cpp.llama_sampler_init_grammar(vocab, load(language, decoding=True).encode(), b"root")
+        assert sampler
+        llama_cpp.llama_sampler_free(sampler)
+    finally:
+        llama_cpp.llama_model_free(model)
+
+
+@pytest.mark.parametrize("language", LANGUAGES)
+def test_no_bounded_repetition_nests_in_another_within_a_rule(language):
+    """llama.cpp multiplies the bounds of a repetition nested in another within one rule, and refuses
+    the grammar past 2000 (`(a x{0,200}){0,200}`); a nested repetition goes in a rule of its own."""
+    for name, node in parse_grammar(load(language, decoding=True)).items():
+        for repeated in (n for n in _walk([node]) if n.kind == "rep"):
+            assert not [n for n in _walk([repeated.value[2]]) if n.kind in ("rep", "star", "plus")], name
