@@ -329,12 +329,12 @@ def test_the_decoding_grammar_bounds_names(length, decoded, exact, decoding):
 @pytest.mark.parametrize("constraint, decoded", [
     ("x[0][1] == 1", True), ("x[0][1][2] == 1", False), ("x[0, 1] == 1", True), ("x[0, 1, 2] == 1", False),
     ("x in [a, b]", True), ("x in [a, b] + [c]", False), ("And([a, b][0], f([c]))", True), ("x == [a, b]", False), ("[a] + [b] == x", False),
-    ("x == 1, y == 2", False), ("f(" + ", ".join("abcdef") + ")", True), ("f(" + ", ".join("abcdefg") + ")", False),
+    ("x == 1, y == 2", False), ("f(" + ", ".join("abcdefgh") + ")", True), ("f(" + ", ".join("abcdefghi") + ")", False),
 ])
 def test_the_decoding_grammar_keeps_smt_lines_short(constraint, decoded, exact, decoding):
     # SmolLM2-135M chained lists with `+` and as subscripts, and wrote four expressions to a line: the
-    # decoding grammar takes two subscripts, lists only as a call's argument or after `in`, one
-    # expression a line, six arguments a call.
+    # decoding grammar takes two subscripts, lists never after an arithmetic or comparison operator,
+    # one expression a line, eight arguments a call.
     text = SMT.format(declaration="x = Function([people] -> [people])", constraint=constraint,
                       option="is_valid(x)")
     get_solver("smt").parse(text)

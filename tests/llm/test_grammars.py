@@ -215,17 +215,23 @@ def test_decoding_grammar_stops_a_section_at_its_line_bound(decoders, recogniser
 
 
 def test_decoding_lines_are_sized_to_max_tokens():
-    from logicpipe.llm.grammars import LINE_TOKENS, LINES, SECTIONS, lines_per_section
+    from logicpipe.llm.grammars import LINE_TOKENS, LINES, SECTIONS, SPARE_TOKENS, lines_per_section
+    from logicpipe.stages.config import RunConfig
     assert lines_per_section("lp", None) == LINES == lines_per_section("lp", 1 << 20)
     assert lines_per_section("lp", 16) == 2  # never below two lines
     assert 2 < lines_per_section("lp", 640) < lines_per_section("lp", 1280) < LINES
-    assert f"{{0,{lines_per_section('fol', 320)}}}" in load("fol", decoding=True, max_tokens=320)
-    # Above the floor, every section filled (header, first line, the lines after it) fits max_tokens.
+    assert f"{{0,{lines_per_section('fol', 640)}}}" in load("fol", decoding=True, max_tokens=640)
+    # Above the floor, every section filled (header, first line, the lines after it) fits max_tokens
+    # with SPARE_TOKENS left for long lines, and one line more would not.
     for language, sections in SECTIONS.items():
         for max_tokens in (384, 512, 640, 960, 1500, 2048):
+            budget = max_tokens - SPARE_TOKENS
             lines = lines_per_section(language, max_tokens)
-            assert (sections + 1) * (lines + 2) * LINE_TOKENS <= max_tokens or lines == 2
-            assert (sections + 1) * (lines + 3) * LINE_TOKENS > max_tokens or lines == LINES
+            assert (sections + 1) * (lines + 2) * LINE_TOKENS <= budget or lines == 2
+            assert (sections + 1) * (lines + 3) * LINE_TOKENS > budget or lines == LINES
+        # At the default --max-tokens a section holds as many lines as the released programs' longest
+        # (24: a ProntoQA Rules section), so a strong model's program is not cut short.
+        assert lines_per_section(language, RunConfig.model_fields["max_tokens"].default) + 1 >= 24
 
 
 def test_a_decoding_rule_replaces_its_namesake_only_in_the_decoding_grammar(monkeypatch):

@@ -35,8 +35,9 @@ _REPLACE = "decoding-"
 # wrote a 200-character variable name where 200 were allowed, and its program ran out of tokens.
 LINES = 30
 CHARS = 48
-# Characters of a CSP or SMT name (Python's names): the released programs' longest is 22, and a name
-# of random letters costs SmolLM2 a token a letter.
+# Characters of a CSP or SMT name after its first (Python's names: after the prefix that tells it from
+# a keyword, so a few more after 'False' or 'continue'): the released programs' longest is 22, and a
+# name of random letters costs SmolLM2 a token a letter.
 NAME = 24
 # Spaces in a row: SmolLM2-135M filled whole replies with tabs where 200 were allowed.
 SPACES = 4
@@ -45,10 +46,13 @@ SPACES = 4
 NOTE = 40
 # Sections a program may repeat before its last one, per language (LP: predicates, facts, rules).
 SECTIONS = {"lp": 3, "fol": 2, "csp": 3, "smt": 2}
-# Tokens in a program line with its ':::' comment, counted generously (SmolLM2's tokenizer: 12 to 18
-# on its own lines; SmolLM2-135M's constrained programs averaged 13 to 16, and its long-winded ones 25),
-# so that a model that fills every section, header included, still ends within max_tokens.
-LINE_TOKENS = 28
+# Tokens in a program line with its ':::' comment (SmolLM2's tokenizer: 12 to 18 on its own lines;
+# SmolLM2-135M's constrained programs averaged 13 to 16), and tokens kept spare for lines longer than
+# that (its long-winded replies ran up to 200 past a program of typical lines), so that a model that
+# fills every section, header included, still ends within max_tokens. At the default 2048 a section
+# holds 25 lines (LP, CSP) or 30, as many as the released programs' longest.
+LINE_TOKENS = 18
+SPARE_TOKENS = 160
 
 
 def _read(name: str) -> str:
@@ -61,7 +65,7 @@ def lines_per_section(language: str, max_tokens: int | None) -> int:
     it, which this bounds); never fewer than two, so that a section can say something."""
     if max_tokens is None:
         return LINES
-    return max(2, min(LINES, max_tokens // (LINE_TOKENS * (SECTIONS[language] + 1)) - 2))
+    return max(2, min(LINES, (max_tokens - SPARE_TOKENS) // (LINE_TOKENS * (SECTIONS[language] + 1)) - 2))
 
 
 def _pick_rules(grammar: str, decoding: bool) -> str:
