@@ -245,8 +245,8 @@ def test_a_decoding_rule_replaces_its_namesake_only_in_the_decoding_grammar(monk
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_llama_cpp_takes_the_decoding_grammar(language):
-    """llama.cpp's own GBNF reader, with SmolLM2's vocabulary (scripts/llm-setup.sh installs both; .ci/run
-    runs it before make test, so this runs there)."""
+    """llama.cpp's own GBNF reader, with SmolLM2's vocabulary (scripts/llm-setup.sh installs both, and
+    .ci/run runs it before make test, so this runs in CI)."""
     llama_cpp = pytest.importorskip("llama_cpp")
     from logicpipe.testing.llamacpp import smollm2_gguf
 

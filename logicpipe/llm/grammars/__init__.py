@@ -55,6 +55,11 @@ LINE_TOKENS = 18
 SPARE_TOKENS = 160
 
 
+# What each marker stands for in the exact grammar.
+EXACT_MARKS = {"{sections}": "*", "{lines}": "*", "{chars}": "*", "{spaces}": "*", "{tail}": "any-line*",
+               "{after}": "*", "{name}": "*"}
+
+
 def _read(name: str) -> str:
     return resources.files(__package__).joinpath(f"{name}.gbnf").read_text(encoding="utf-8")
 
@@ -96,8 +101,7 @@ def load(language: str, decoding: bool = False, max_tokens: int | None = None) -
     grammar = "\n".join(part.rstrip("\n") for part in parts) + "\n"
     grammar = _pick_rules(grammar, decoding)
     if not decoding:
-        marks = {"{sections}": "*", "{lines}": "*", "{chars}": "*", "{spaces}": "*", "{tail}": "any-line*",
-                 "{after}": "*", "{name}": "*"}
+        marks = EXACT_MARKS
     else:
         grammar = re.sub(r"\S+\{after\}", "", grammar)
         marks = {"{sections}": f"{{0,{SECTIONS[language]}}}",
