@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from typer._click.exceptions import UsageError as ClickUsageError
 
 from . import __version__
-from .errors import LogicPipeError, PrerequisiteError, RunStopped
+from .core.errors import LogicPipeError, PrerequisiteError, RunStopped
 from .kb.cli import kb_app
 from .prompts import prompts_option
 from .report.render import render_explanation, render_summary
@@ -244,7 +244,7 @@ def view(run_dir: Path = typer.Argument(..., help="a run directory (the --out of
          serve: bool = typer.Option(False, "--serve", help="also serve the page on 127.0.0.1 until Ctrl-C"),
          port: int = typer.Option(0, "--port", help="port for --serve (0: a free one)")) -> None:
     """Write one self-contained HTML page: metrics, charts, a filterable problem table and drill-downs."""
-    from .viewer import page_server, url, write_html
+    from .report.viewer import page_server, url, write_html
 
     page = write_html(run_dir, out, data_dir)
     console.print(f"wrote {page}", markup=False, highlight=False)
@@ -266,7 +266,7 @@ def failures(run_dir: Path = typer.Argument(..., help="a run directory (the --ou
     """List failed problems with their one-line errors."""
     from rich.table import Table
 
-    from .viewer import failed_problems
+    from .report.viewer import failed_problems
 
     rows = failed_problems(run_dir, category, dataset)
     table = Table(title=f"{len(rows)} failed problems in {run_dir}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from logicpipe.data import DatasetSpec, get_dataset, resolve_file
 from logicpipe.data.loaders import data_root
-from logicpipe.isolation import Task, WorkerPool
+from logicpipe.run.pool import SolverCall, WorkerPool
 from logicpipe.solvers import SolverOutcome, execute_task, get_solver
 
 TARGET = "logicpipe.solvers:execute_task"
@@ -34,7 +34,7 @@ def released(data_dir: Path | None, wanted: str | None, model: str) -> list[tupl
     return [(get_dataset(f.name.split("_dev_")[0]), f) for f in files]
 
 
-def tasks_for(spec: DatasetSpec, path: Path, limit: int | None) -> list[Task]:
+def tasks_for(spec: DatasetSpec, path: Path, limit: int | None) -> list[SolverCall]:
     """One task per problem with a program, exactly as the solve stage builds them."""
     tasks = []
     for record in json.loads(path.read_text())[:limit]:
@@ -42,11 +42,11 @@ def tasks_for(spec: DatasetSpec, path: Path, limit: int | None) -> list[Task]:
         if programs and programs[0]:
             payload = {"solver": spec.solver, "program": programs[0],
                        "limits": {"seconds": spec.timeout, "memory_mb": MEMORY_MB}}
-            tasks.append(Task(record["id"], payload, spec.timeout * 1.5 + 5))
+            tasks.append(SolverCall(record["id"], payload, spec.timeout * 1.5 + 5))
     return tasks
 
 
-def floor(tasks: list[Task]) -> tuple[float, dict[str, object]]:
+def floor(tasks: list[SolverCall]) -> tuple[float, dict[str, object]]:
     results: dict[str, object] = {}
     start = time.perf_counter()
     for task in tasks:
@@ -57,7 +57,7 @@ def floor(tasks: list[Task]) -> tuple[float, dict[str, object]]:
     return time.perf_counter() - start, results
 
 
-def pooled(tasks: list[Task], workers: int) -> tuple[float, dict[str, object]]:
+def pooled(tasks: list[SolverCall], workers: int) -> tuple[float, dict[str, object]]:
     start = time.perf_counter()
     with WorkerPool(TARGET, workers, MEMORY_MB) as pool:
         results = {o.key: o.value if o.status == "ok" else o.status for o in pool.map(tasks)}

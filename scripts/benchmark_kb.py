@@ -22,10 +22,10 @@ import time
 from pathlib import Path
 
 from logicpipe.kb.ask import vocabulary
-from logicpipe.kb.base import KnowledgeBase, read_percepts
 from logicpipe.kb.flow import Input, Settings, run_flows
 from logicpipe.kb.gold import Scores, Statement, statements
-from logicpipe.kb.prolog import Limits
+from logicpipe.kb.knowledge import KnowledgeBase, read_percepts
+from logicpipe.kb.prolog import ProofLimits
 from logicpipe.kb.validate import TRUE, UNTRANSLATABLE, ValidateRecord, judge, validate_flow
 from logicpipe.llm import LLMClient, LLMSettings
 
@@ -37,7 +37,7 @@ def goals_of(questions: Path) -> list[str]:
 
 
 def proofs_per_second(kb: Path, percepts, goals: list[str], proofs: int, workers: int) -> float:
-    bases = [KnowledgeBase(kb, Limits(), percepts) for _ in range(workers)]
+    bases = [KnowledgeBase(kb, ProofLimits(), percepts) for _ in range(workers)]
     terms = [bases[0].check(g) for g in goals]
 
     def work(base: KnowledgeBase, share: int) -> None:
@@ -59,7 +59,7 @@ def proofs_per_second(kb: Path, percepts, goals: list[str], proofs: int, workers
 def fresh_process_per_proof(kb: Path, percepts, goals: list[str], proofs: int) -> float:
     start = time.perf_counter()
     for index in range(proofs):
-        with KnowledgeBase(kb, Limits(), percepts) as base:
+        with KnowledgeBase(kb, ProofLimits(), percepts) as base:
             base.prove(goals[index % len(goals)])
     return proofs / (time.perf_counter() - start)
 
@@ -111,7 +111,7 @@ def main() -> None:
         rate = proofs_per_second(args.kb, percepts, goals, args.proofs, workers)
         print(f"{f'long-lived swipl, {workers} worker(s)':<40}{rate:>10.1f}{rate / baseline:>10.1f}")
 
-    with KnowledgeBase(args.kb, Limits(), percepts) as kb:
+    with KnowledgeBase(args.kb, ProofLimits(), percepts) as kb:
         items = statements(kb)
         positives = sum(s.label for s in items)
         print(f"\nkb validate on {len(items)} statements from the KB ({positives} true, {len(items) - positives} false)")

@@ -36,10 +36,10 @@ from pathlib import Path
 from logicpipe.data import load_problems
 from logicpipe.data.loaders import data_root
 from logicpipe.data.registry import get_dataset
-from logicpipe.isolation import Task, WorkerPool
 from logicpipe.optimize.config import OptimizeConfig
 from logicpipe.optimize.loop import OptimizeResult, optimize
 from logicpipe.optimize.state import OptimizeState
+from logicpipe.run.pool import SolverCall, WorkerPool
 from logicpipe.solvers import map_answer
 from logicpipe.testing.server import FakeOpenAI
 
@@ -108,7 +108,7 @@ def program_pairs(data_dir: Path, workers: int) -> dict[str, tuple[str, str]]:
     released = json.loads((data_dir / "programs" / "ProntoQA_dev_gpt-4.json").read_text())
     candidates = {r["id"]: (r["raw_logic_programs"][0], _flip(r["raw_logic_programs"][0]))
                   for r in released if r.get("raw_logic_programs") and r["id"] in problems}
-    tasks = [Task(f"{pid}\x1f{i}", {"solver": "lp", "program": text, "limits": {"seconds": 10, "memory_mb": 1024}}, 20)
+    tasks = [SolverCall(f"{pid}\x1f{i}", {"solver": "lp", "program": text, "limits": {"seconds": 10, "memory_mb": 1024}}, 20)
              for pid, pair in candidates.items() for i, text in enumerate(pair)]
     right: dict[str, dict[int, bool]] = {}
     with WorkerPool("logicpipe.solvers:execute_task", workers, 1024, preload=["logicpipe.solvers.lp"]) as pool:

@@ -15,8 +15,8 @@ import argparse
 import os
 import time
 
-from logicpipe.isolation import Task
 from logicpipe.run import LocalExecutor
+from logicpipe.run.pool import SolverCall
 from logicpipe.run.ray_executor import LOOPBACK_SWITCH, RayExecutor
 
 TARGET = "logicpipe.solvers:execute_task"
@@ -28,7 +28,7 @@ def program(size: int) -> str:
 
 
 def timed(executor, size: int, calls: int) -> float:
-    tasks = [Task(f"c{i}", {"solver": "csp", "program": program(size), "limits": {"seconds": 600}}, 900)
+    tasks = [SolverCall(f"c{i}", {"solver": "csp", "program": program(size), "limits": {"seconds": 600}}, 900)
              for i in range(calls)]
     start = time.monotonic()
     verdicts = {f.outcome.value.verdict for f in executor.map(tasks) if f.outcome.status == "ok"}

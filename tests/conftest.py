@@ -69,5 +69,5 @@ def pytest_collection_modifyitems(config, items):
         path = str(item.path)
         if "/tests/run/test_ray" in path:
             item.add_marker(pytest.mark.xdist_group("ray"))
-        elif "/tests/viewer/" in path and item.get_closest_marker("browser"):
+        elif "/tests/report/viewer/" in path and item.get_closest_marker("browser"):
             item.add_marker(pytest.mark.xdist_group("browser"))

@@ -2,7 +2,7 @@
 
 import pytest
 
-from logicpipe.errors import UsageError
+from logicpipe.core.errors import UsageError
 from logicpipe.llm import LLMClient, LLMError, LLMSettings, Request, cache_key, request_body
 from logicpipe.testing import FakeOpenAI, Fault
 

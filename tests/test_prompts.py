@@ -1,8 +1,8 @@
 import pytest
 
 from logicpipe.cli import main
+from logicpipe.core.errors import UsageError
 from logicpipe.data import all_datasets
-from logicpipe.errors import UsageError
 from logicpipe.prompts import PromptSet, extract_choice, extract_program, is_paper, prompts_option
 from logicpipe.solvers import execute_task
 from logicpipe.testing import FakeOpenAI

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from logicpipe.core.errors import DataError, UsageError
 from logicpipe.core.records import Problem
 from logicpipe.data.fetch import cache_dir
 from logicpipe.data.registry import source
-from logicpipe.errors import DataError, UsageError
 from logicpipe.llm import Request, cache_key, request_body
 from logicpipe.prompts import PromptSet, problem_fields
 from logicpipe.testing import FakeOpenAI, ScriptedReplies

@@ -11,7 +11,7 @@ from typing import TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import DataError
+from .errors import DataError
 
 M = TypeVar("M", bound=BaseModel)
 # No line may be larger than this: a record that would be is stored without its explanation.

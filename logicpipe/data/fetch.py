@@ -8,7 +8,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from ..errors import DataError
+from ..core.errors import DataError
 from .registry import SourceSpec
 
 CACHE_ENV = "LOGICPIPE_CACHE"

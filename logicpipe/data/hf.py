@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import DataError, PrerequisiteError
+from ..core.errors import DataError, PrerequisiteError
 from .registry import DatasetSpec
 
 _SAVED = ("dataset_dict.json", "state.json")  # what save_to_disk writes at the top of its folder

@@ -12,8 +12,8 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import DataError, UsageError
 from ..core.records import Problem
-from ..errors import DataError, UsageError
 from ..solvers.base import option_letters
 from .fetch import cached_file
 from .registry import DatasetSpec, source

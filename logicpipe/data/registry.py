@@ -13,8 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from ..core.errors import DataError, PrerequisiteError, UsageError
 from ..core.task import AnswerSpace
-from ..errors import DataError, PrerequisiteError, UsageError
 
 SOLVERS = ("lp", "fol", "csp", "smt")
 FORMALISMS = {"lp": "lp", "logic-programming": "lp", "fol": "fol", "first-order-logic": "fol", "csp": "csp",

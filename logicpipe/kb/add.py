@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 from ..llm import LLMError, Request
-from .base import KnowledgeBase
 from .flow import Flow, Settings, code_block, prompt, read_goals
+from .knowledge import KnowledgeBase
 from .terms import Atom, Compound, Term, ground, parse_goals, show
 
 

@@ -7,11 +7,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.errors import LogicPipeError
 from ..core.records import Usage
-from ..errors import LogicPipeError
 from ..llm import LLMError, Request
-from .base import KnowledgeBase
 from .flow import Flow, Input, Settings, add_usage, code_block, prompt, read_goals
+from .knowledge import KnowledgeBase
 from .render import context_sentences
 from .terms import show
 

@@ -11,13 +11,13 @@ from typing import Any, Optional
 import typer
 from pydantic import BaseModel
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 from ..llm import LLMClient, LLMSettings
 from .add import Addition, add_flow, append_facts
 from .ask import AskRecord, ask_flow, vocabulary
-from .base import KnowledgeBase, Percept, parse_percept, read_percepts
 from .flow import Flow, Input, Settings, read_inputs, run_batch, run_flows
-from .prolog import Limits
+from .knowledge import KnowledgeBase, Percept, parse_percept, read_percepts
+from .prolog import ProofLimits
 from .render import dot, mermaid, text_result, text_tree
 from .validate import ValidateRecord, validate_flow
 
@@ -26,10 +26,10 @@ kb_app = typer.Typer(no_args_is_help=True, help="Answer questions from, and chec
 _FORMATS = ("text", "json", "dot", "mermaid")
 
 
-def _limits(depth: int, inferences: int, seconds: float, memory_mb: int, max_solutions: int) -> Limits:
+def _limits(depth: int, inferences: int, seconds: float, memory_mb: int, max_solutions: int) -> ProofLimits:
     if min(depth, inferences, memory_mb, max_solutions) < 1 or seconds <= 0:
         raise UsageError("--depth, --inferences, --time, --memory-mb and --max-solutions must be positive")
-    return Limits(depth, inferences, seconds, memory_mb, max_solutions)
+    return ProofLimits(depth, inferences, seconds, memory_mb, max_solutions)
 
 
 def _percepts(percept: list[str], percepts_file: Optional[Path]) -> list[Percept]:
@@ -37,7 +37,7 @@ def _percepts(percept: list[str], percepts_file: Optional[Path]) -> list[Percept
     return found + [parse_percept(p) for p in percept]
 
 
-def _open(path: Path, limits: Limits, percepts: list[Percept]) -> KnowledgeBase:
+def _open(path: Path, limits: ProofLimits, percepts: list[Percept]) -> KnowledgeBase:
     """A KB that loads without errors; its warnings are shown, not dropped."""
     base = KnowledgeBase(path, limits, percepts)
     try:
@@ -214,7 +214,7 @@ def add(kb: Path = typer.Argument(..., help="KB file to extend"),
     """Translate a statement into facts of the KB's predicates; append them with --yes."""
     if yes and not kb.is_file():
         raise UsageError(f"{kb}: --yes needs a KB file to append to")
-    with _open(kb, Limits(), []) as base:
+    with _open(kb, ProofLimits(), []) as base:
         words, settings = vocabulary(base), Settings()
         client = _client(model, base_url, llm_cache, 1)
         results: list[Addition] = []

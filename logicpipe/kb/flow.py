@@ -16,11 +16,11 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from ..core.errors import DataError, ProgramParseError
 from ..core.jsonl import Appender, iter_json_lines, read_records
 from ..core.records import Usage
-from ..errors import DataError, ProgramParseError
 from ..llm import Completion, LLMClient, LLMError, Request
-from .base import Percept, parse_percept
+from .knowledge import Percept, parse_percept
 from .terms import Term, parse_goals
 
 PROMPTS = Path(__file__).with_name("prompts")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import KnowledgeBase
+from .knowledge import KnowledgeBase
 from .terms import Compound, Term, ground, parse_term, show
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..errors import ProgramExecutionError, SolverTimeout
+from ..core.errors import ProgramExecutionError, SolverTimeout
 from ..solvers.lp import swipl_path
 
 ENGINE = Path(__file__).with_name("engine.pl")
@@ -23,7 +23,7 @@ _OVERHEAD_MB = 1024
 
 
 @dataclass(frozen=True)
-class Limits:
+class ProofLimits:
     """Bounds for one proof: recursion depth, logical inferences, wall seconds, Prolog stack MB."""
 
     depth: int = 200
@@ -35,7 +35,7 @@ class Limits:
 
 
 class PrologProcess:
-    def __init__(self, files: list[tuple[Path, str]], limits: Limits):
+    def __init__(self, files: list[tuple[Path, str]], limits: ProofLimits):
         """`files` are (path, name shown in file:line labels)."""
         self.files = files
         self.limits = limits

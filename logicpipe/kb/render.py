@@ -6,7 +6,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from .base import NOT_DERIVABLE
+from .knowledge import NOT_DERIVABLE
 
 Node = dict[str, Any]
 

@@ -6,7 +6,7 @@ all-solutions builtins; arguments in data positions are data and may hold any te
 
 from __future__ import annotations
 
-from ..errors import ProgramParseError
+from ..core.errors import ProgramParseError
 from .terms import Atom, Compound, Term, Var, show
 
 # Control constructs: name/arity -> indexes of the arguments that are goals.

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ..errors import ProgramParseError
+from ..core.errors import ProgramParseError
 
 
 @dataclass(frozen=True)

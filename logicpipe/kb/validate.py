@@ -12,11 +12,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core.errors import LogicPipeError
 from ..core.records import Usage
-from ..errors import LogicPipeError
 from ..llm import LLMError, Request
-from .base import NOT_DERIVABLE, KnowledgeBase, Percept
 from .flow import Flow, Input, Settings, add_usage, prompt
+from .knowledge import NOT_DERIVABLE, KnowledgeBase, Percept
 
 TRUE, NOT_DERIVABLE_VERDICT, UNTRANSLATABLE = "true", "not derivable", "untranslatable"
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError
 
+from ..core.errors import LLMError, UsageError
 from ..core.jsonl import LONE_SURROGATE
-from ..errors import LLMError, UsageError
 from .cache import Cache, CachedReply
 
 # Worth another try: the server may be busy, restarting or briefly out of capacity.

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 from typing import Literal
 
-from ..errors import LLMError, RunStopped
+from ..core.errors import LLMError, RunStopped
 from .grammars import load
 
 Format = Literal["gbnf", "vllm"]

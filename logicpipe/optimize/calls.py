@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import DataError, LLMError, RunStopped
+from ..core.errors import DataError, LLMError, RunStopped
 from ..llm import Completion, Request, cache_key
 from ..llm.cache import Cache
 from ..stages.llmcalls import llm_settings, send_gated

@@ -6,8 +6,8 @@ conditioned on solve's."""
 
 from __future__ import annotations
 
+from ..core.errors import LLMError
 from ..core.records import Usage
-from ..errors import LLMError
 from ..llm import Request
 from .calls import Budget, Result, ask
 from .config import OptimizeConfig

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import LogicPipeError, RunStopped, UsageError
+from ..core.errors import LogicPipeError, RunStopped, UsageError
 from ..llm import api_key
 from ..prompts import PromptSet
 from ..solvers import get_solver

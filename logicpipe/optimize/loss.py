@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import json
 
+from ..core.errors import LLMError
 from ..core.records import Usage
-from ..errors import LLMError
 from ..llm import Request
 from .calls import Budget, Result, ask, reply_json
 from .config import OptimizeConfig

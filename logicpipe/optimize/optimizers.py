@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import LLMError
+from ..core.errors import LLMError
 from ..llm import Request
 from .calls import Budget, Result, ask, reply_json
 from .config import OptimizeConfig

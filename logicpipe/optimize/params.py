@@ -19,10 +19,10 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from ..core.errors import UsageError
 from ..core.records import executed
-from ..errors import UsageError
-from ..isolation import Task, WorkerPool
 from ..prompts import PromptSet
+from ..run.pool import SolverCall, WorkerPool
 from ..solvers import get_solver
 from ..stages.config import RunConfig
 
@@ -300,7 +300,7 @@ def check_demonstrations(demonstrations: list[str], solver: str, skip: set[str] 
         return None
     get_solver(solver).check()  # a missing solver is the user's to fix, not a reason to reject every candidate
     limits = {"seconds": _DEMO_SECONDS, "memory_mb": _DEMO_MEMORY_MB}
-    tasks = [Task(key, {"solver": solver, "program": program, "limits": limits}, _DEMO_SECONDS * 1.5 + 5)
+    tasks = [SolverCall(key, {"solver": solver, "program": program, "limits": limits}, _DEMO_SECONDS * 1.5 + 5)
              for key, program in programs.items()]
     failures: dict[int, str] = {}
     # Demonstrations come from a model: they run in the isolated worker pool like any program.

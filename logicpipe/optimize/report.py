@@ -8,7 +8,7 @@ import difflib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..errors import DataError
+from ..core.errors import DataError
 from .calls import read_ledger
 from .records import CandidateRecord, StepRecord
 from .state import OptimizeState, SavedState

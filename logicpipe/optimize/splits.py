@@ -7,8 +7,8 @@ import hashlib
 import random
 from dataclasses import dataclass
 
+from ..core.errors import DataError
 from ..data import load_problems
-from ..errors import DataError
 from .config import OptimizeConfig
 
 # The share of a split that trains when the dataset has no train split of its own.

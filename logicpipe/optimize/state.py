@@ -24,8 +24,8 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from ..core.errors import DataError, UsageError
 from ..core.jsonl import Appender, read_records
-from ..errors import DataError, UsageError
 from .params import PromptParams, Structure
 from .records import CandidateRecord, GradientRecord, LossRecord, StepRecord
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 
-from ..errors import UsageError
+from ..core.errors import UsageError
 from .records import Paired
 
 

@@ -12,8 +12,8 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
+from ..core.errors import PrerequisiteError, UsageError
 from ..core.records import Problem
-from ..errors import PrerequisiteError, UsageError
 from . import logiclm
 
 _SPLIT = "=== user ==="

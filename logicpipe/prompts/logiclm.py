@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from ..core.errors import PrerequisiteError, UsageError
 from ..data import registry
 from ..data.fetch import cached_file
-from ..errors import PrerequisiteError, UsageError
 
 PAPER = "logic-lm"  # the --prompts value that selects these prompts
 STOP = "------"  # Logic-LM's --stop_words default (models/logic_program.py, models/self_refinement.py)

@@ -7,10 +7,10 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import LogicPipeError, UsageError
 from ..core.records import EvaluateRecord, Problem, SolveRecord
 from ..core.stagefile import StageFile
 from ..data import get_dataset, load_problems, load_task_file
-from ..errors import LogicPipeError, UsageError
 from ..stages.identity import RUN_FILE
 
 

@@ -9,9 +9,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..core.errors import DataError
 from ..data import DatasetSpec, all_datasets, resolve_file
 from ..data.loaders import data_root
-from ..errors import DataError
 from ..stages import Progress, RunConfig, baseline, run
 from ..stages.context import quiet
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Executor, Finished
+from .executor import Executor, Finished
 from .local import LocalExecutor
 
 

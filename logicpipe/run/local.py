@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 
-from ..isolation import Fetch, Task, WorkerPool, fixed
 from ..solvers import get_solver
-from .base import Finished
+from .executor import Finished
+from .pool import Fetch, SolverCall, WorkerPool, fixed
 
 
 class LocalExecutor:
@@ -16,7 +16,7 @@ class LocalExecutor:
     def check(self, solver: str) -> None:
         get_solver(solver).check()
 
-    def map(self, tasks: Iterable[Task]) -> Iterator[Finished]:
+    def map(self, tasks: Iterable[SolverCall]) -> Iterator[Finished]:
         return self.stream(fixed(tasks))
 
     def stream(self, fetch: Fetch) -> Iterator[Finished]:

@@ -10,9 +10,9 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..errors import LogicPipeError, PrerequisiteError
-from ..isolation import Fetch, Outcome, Task, WorkerPool, fixed
-from .base import Finished
+from ..core.errors import LogicPipeError, PrerequisiteError
+from .executor import Finished
+from .pool import Fetch, Outcome, SolverCall, WorkerPool, fixed
 
 INSTALL = "pip install 'logicpipe[ray]'"
 # A call whose Ray worker or node dies is run again this many times, then recorded as crashed.
@@ -33,7 +33,7 @@ def import_ray() -> Any:
     return ray
 
 
-def run_call(target: str, memory_mb: int, task: Task) -> tuple[Outcome, str]:
+def run_call(target: str, memory_mb: int, task: SolverCall) -> tuple[Outcome, str]:
     """On a Ray worker: run one call in the worker's isolation pool; return its outcome and the node."""
     import ray
 
@@ -80,7 +80,7 @@ class RayExecutor:
         self.ray = connect(address)
         self.target, self.memory_mb, self.retries = target, memory_mb, retries
         self.remote = self.ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=True)(run_call)
-        self._pending: dict[Any, tuple[Task, float]] = {}
+        self._pending: dict[Any, tuple[SolverCall, float]] = {}
 
     def check(self, solver: str) -> None:
         """Check the solver once on every node with CPUs; name each node where it is missing."""
@@ -96,7 +96,7 @@ class RayExecutor:
             raise PrerequisiteError(f"solver '{solver}' cannot run on {len(problems)} of {len(nodes)} Ray "
                                     f"nodes; install it there: " + "; ".join(problems))
 
-    def map(self, tasks: Iterable[Task]) -> Iterator[Finished]:
+    def map(self, tasks: Iterable[SolverCall]) -> Iterator[Finished]:
         return self.stream(fixed(tasks))
 
     def stream(self, fetch: Fetch) -> Iterator[Finished]:

@@ -7,9 +7,9 @@ import importlib
 from dataclasses import dataclass
 from typing import Any
 
+from ..core.errors import LogicPipeError, ProgramParseError, UsageError
 from ..core.jsonl import LONE_SURROGATE
 from ..core.records import ErrorCategory, StageError, stage_error
-from ..errors import LogicPipeError, ProgramParseError, UsageError
 from .base import Limits, Solver, SolverResult, map_answer
 
 __all__ = ["Limits", "Solver", "SolverOutcome", "SolverResult", "execute_task", "get_solver", "map_answer"]

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import PrerequisiteError, ProgramCheckError, ProgramExecutionError, ProgramParseError
+from ..core.errors import PrerequisiteError, ProgramCheckError, ProgramExecutionError, ProgramParseError
 from .base import Limits, SolverResult
 from .pyexpr import BASE_NODES, clip, parse_expression, source
 from .sections import walk_sections

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ProgramExecutionError, ProgramParseError, SolverTimeout
+from ..core.errors import ProgramExecutionError, ProgramParseError, SolverTimeout
 from .base import Limits, SolverResult
 from .fol_parser import Bin, Const, Eq, Func, Not, Pred, Quant, Var, parse_formula
 from .prover9 import Search, Searches, error_message, prover9_path

@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
-from ..errors import ProgramParseError
+from ..core.errors import ProgramParseError
 
 
 @dataclass(frozen=True)

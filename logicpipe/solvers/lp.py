@@ -12,7 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ProgramExecutionError, ProgramParseError
+from ..core.errors import ProgramExecutionError, ProgramParseError
 from .base import Limits, SolverResult
 from .lp_prolog import run_program, swipl_path
 from .sections import lines_note, quote, walk_sections

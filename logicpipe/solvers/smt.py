@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import PrerequisiteError, ProgramExecutionError, ProgramParseError, SolverTimeout
+from ..core.errors import PrerequisiteError, ProgramExecutionError, ProgramParseError, SolverTimeout
 from .base import Limits, SolverResult
 from .pyexpr import BASE_NODES, INT_BOUND, clip, mark_scopes, parse_expression, source, symbol
 from .sections import split_comment

@@ -6,9 +6,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from ..core.errors import LLMError, RunStopped
 from ..core.task import Task
 from ..core.trajectory import Trajectory
-from ..errors import LLMError, RunStopped
 from ..llm import Completion, Request
 from ..prompts import PromptSet
 from .config import RunConfig

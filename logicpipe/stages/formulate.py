@@ -6,10 +6,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from ..core.errors import LLMError
 from ..core.records import ErrorCategory, FormulateRecord, StageError, stage_error
 from ..core.trajectory import Trajectory
 from ..data import load_programs
-from ..errors import LLMError
 from ..llm import Request
 from ..llm.constrain import check_refusal, field_for, grammar_for
 from ..prompts import extract_program, problem_fields

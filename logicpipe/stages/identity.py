@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..core.errors import UsageError
 from ..core.jsonl import write_json_if_changed
 from ..core.records import text_sha
-from ..errors import UsageError
 from ..llm.constrain import grammar_hash
 from ..prompts import Prompt
 from .context import RunContext

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
+from ..core.errors import LLMError, RunStopped
 from ..core.records import Usage
-from ..errors import LLMError, RunStopped
 from ..llm import Completion, LLMClient, LLMSettings, Request
 from .context import Gate, RunContext
 

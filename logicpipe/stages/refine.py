@@ -11,9 +11,9 @@ from __future__ import annotations
 import time
 from functools import partial
 
+from ..core.errors import LLMError
 from ..core.records import REFINABLE, REVISE_SOURCE, FormulateRecord, executed, stage_error
 from ..core.trajectory import Trajectory, program_sha
-from ..errors import LLMError
 from ..llm import Request
 from ..llm.constrain import check_refusal, field_for, grammar_for
 from ..prompts import extract_program, problem_fields

@@ -7,11 +7,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ..core.errors import DataError, UsageError
 from ..core.records import InterpretRecord, Problem
 from ..core.task import Task
 from ..core.trajectory import Trajectory
 from ..data import load_problems, load_programs
-from ..errors import DataError, UsageError
 from ..llm import api_key
 from ..prompts import PromptSet
 from ..solvers import get_solver

@@ -9,11 +9,11 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from ..core.errors import RunStopped
 from ..core.records import ErrorCategory, SolveRecord, StageError
 from ..core.trajectory import Trajectory, program_sha
-from ..errors import RunStopped
-from ..isolation import Fetch, Outcome, Task, fixed
 from ..run import make_executor
+from ..run.pool import Fetch, Outcome, SolverCall, fixed
 from ..solvers import SolverOutcome
 from .context import RunContext, Stage, StageReport
 
@@ -98,7 +98,7 @@ def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int,
         done += 1
         ctx.progress(name, done, total)
 
-    def tasks_for(trajectory: Trajectory) -> list[Task]:
+    def tasks_for(trajectory: Trajectory) -> list[SolverCall]:
         """The solver calls a trajectory needs; a program that failed upstream is written at once."""
         source = trajectory.source(round_)
         if source is None or not _due(trajectory, round_):
@@ -111,7 +111,7 @@ def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int,
         expected[trajectory.id], shas[trajectory.id], by_id[trajectory.id] = len(programs), sha, trajectory
         payload = {"solver": ctx.task.solver, "limits": {"seconds": timeout, "memory_mb": ctx.config.memory_mb}}
         # The hard bound leaves the solver's own limit room to report a clean timeout first.
-        return [Task(f"{trajectory.id}\x1f{index}", {**payload, "program": text}, timeout * 1.5 + 5)
+        return [SolverCall(f"{trajectory.id}\x1f{index}", {**payload, "program": text}, timeout * 1.5 + 5)
                 for index, text in enumerate(programs)]
 
     fetch: Fetch | None
@@ -144,14 +144,14 @@ def _due(trajectory: Trajectory, round_: int) -> bool:
                                                        or trajectory.solved[round_].retry())
 
 
-def _fetcher(arrivals: Arrivals, tasks_for: Callable[[Trajectory], list[Task]]) -> Fetch:
+def _fetcher(arrivals: Arrivals, tasks_for: Callable[[Trajectory], list[SolverCall]]) -> Fetch:
     closed = False
 
-    def fetch(timeout: float | None) -> list[Task] | None:
+    def fetch(timeout: float | None) -> list[SolverCall] | None:
         nonlocal closed
         if closed:
             return None
-        tasks: list[Task] = []
+        tasks: list[SolverCall] = []
         try:
             item = arrivals.get(timeout=timeout) if timeout != 0 else arrivals.get_nowait()
             while True:

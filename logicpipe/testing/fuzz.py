@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 
 from ..core.jsonl import encode_record
 from ..core.records import SolveRecord
-from ..isolation import Task, WorkerPool
 from ..prompts import PromptSet
+from ..run.pool import SolverCall, WorkerPool
 from ..stages.solve import solve_record
 
 LANGUAGES = {"lp": "proofwriter", "fol": "folio", "csp": "logicaldeduction", "smt": "ar-lsat"}
@@ -87,7 +87,7 @@ def check(language: str, count: int, seed: int = 0, workers: int = 2, timeout: f
     report = Report(language)
     bound = timeout * 1.5 + 5
     texts = dict(enumerate(programs(language, count, seed)))
-    tasks = [Task(str(i), {"solver": language, "program": text, "limits": {"seconds": timeout, "memory_mb": 1024}},
+    tasks = [SolverCall(str(i), {"solver": language, "program": text, "limits": {"seconds": timeout, "memory_mb": 1024}},
                   bound) for i, text in texts.items()]
     start = time.monotonic()
     with WorkerPool("logicpipe.solvers:execute_task", workers, 1024) as pool:

@@ -2,9 +2,9 @@
 
 import pytest
 
+from logicpipe.core.errors import LLMError, ProgramExecutionError, ProgramParseError, SolverTimeout
 from logicpipe.core.jsonl import MAX_RECORD_BYTES, encode_record
 from logicpipe.core.records import ErrorCategory, SolveRecord, stage_error
-from logicpipe.errors import LLMError, ProgramExecutionError, ProgramParseError, SolverTimeout
 
 
 @pytest.mark.parametrize("exc, category, transient", [

@@ -5,8 +5,8 @@ import threading
 
 import pytest
 
+from logicpipe.core.errors import DataError, UsageError
 from logicpipe.data import get_dataset, load_problems
-from logicpipe.errors import DataError, UsageError
 
 
 @pytest.mark.parametrize("name, key", [("FOLIO", "folio"), ("AR-LSAT", "ar-lsat"), ("ar_lsat", "ar-lsat"),

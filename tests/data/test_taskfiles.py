@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from logicpipe.core.errors import DataError
 from logicpipe.data import check_problems, load_problems, load_task_file
-from logicpipe.errors import DataError
 from tests.conftest import ROOT, cli
 
 FILES = Path(__file__).parent / "files"

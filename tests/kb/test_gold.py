@@ -1,7 +1,7 @@
 from collections import Counter
 
-from logicpipe.kb.base import KnowledgeBase, read_percepts
 from logicpipe.kb.gold import Scores, statements, verbalize
+from logicpipe.kb.knowledge import KnowledgeBase, read_percepts
 from logicpipe.kb.terms import parse_term
 from logicpipe.kb.validate import NOT_DERIVABLE_VERDICT, TRUE, UNTRANSLATABLE, judge
 from tests.conftest import ROOT

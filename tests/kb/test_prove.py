@@ -4,9 +4,9 @@ import signal
 
 import pytest
 
-from logicpipe.errors import ProgramExecutionError, ProgramParseError, SolverTimeout
-from logicpipe.kb.base import KnowledgeBase
-from logicpipe.kb.prolog import Limits
+from logicpipe.core.errors import ProgramExecutionError, ProgramParseError, SolverTimeout
+from logicpipe.kb.knowledge import KnowledgeBase
+from logicpipe.kb.prolog import ProofLimits
 from logicpipe.kb.safety import GoalRejected, check_goal
 from logicpipe.kb.terms import canonical, parse_goals
 
@@ -185,7 +185,7 @@ def test_a_kb_whose_loading_never_ends_is_stopped(tmp_path):
     path = tmp_path / "hang.pl"
     path.write_text(":- repeat, fail.\n")
     with pytest.raises(SolverTimeout):
-        KnowledgeBase(path, Limits(load_seconds=1.0))
+        KnowledgeBase(path, ProofLimits(load_seconds=1.0))
 
 
 def test_a_dead_prolog_is_replaced_and_the_kb_answers_again(kb):

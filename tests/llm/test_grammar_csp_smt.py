@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
+from logicpipe.core.errors import ProgramCheckError, ProgramParseError
 from logicpipe.core.jsonl import LONE_SURROGATE
-from logicpipe.errors import ProgramCheckError, ProgramParseError
-from logicpipe.isolation import Task, WorkerPool
 from logicpipe.llm.grammars import EXACT_MARKS, NAME, load
+from logicpipe.run.pool import SolverCall, WorkerPool
 from logicpipe.solvers import get_solver
 from logicpipe.solvers.pyexpr import parse_expression
 from logicpipe.testing.fuzz import programs, seeds
@@ -154,7 +154,7 @@ def cross_check(language: str, texts: list[str], exact: Recogniser, decoding: Re
     # What a constrained model may write goes through the solver as a run sends it (worker pool,
     # parse and run, bounded): never a parse error (what the grammar leaves to the parser, names and
     # values, are check errors, which count as execution errors).
-    tasks = [Task(str(i), {"solver": language, "program": text, "limits": {"seconds": 5, "memory_mb": 1024}}, 20)
+    tasks = [SolverCall(str(i), {"solver": language, "program": text, "limits": {"seconds": 5, "memory_mb": 1024}}, 20)
              for i, text in enumerate(decoded)]
     with WorkerPool("logicpipe.solvers:execute_task", 1, 1024) as pool:
         for outcome in pool.map(tasks):

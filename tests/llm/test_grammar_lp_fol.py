@@ -10,8 +10,8 @@ from functools import cache
 
 import pytest
 
+from logicpipe.core.errors import ProgramParseError
 from logicpipe.core.jsonl import LONE_SURROGATE
-from logicpipe.errors import ProgramParseError
 from logicpipe.llm.grammars import load
 from logicpipe.prompts import extract_program
 from logicpipe.solvers import get_solver

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from logicpipe.errors import ProgramCheckError, ProgramParseError
+from logicpipe.core.errors import ProgramCheckError, ProgramParseError
 from logicpipe.llm.grammars import LANGUAGES, load
 from logicpipe.solvers import get_solver
 from tests.llm.gbnf import Recogniser, _walk, parse_grammar

@@ -9,7 +9,7 @@ import re
 
 import pytest
 
-from logicpipe.errors import DataError
+from logicpipe.core.errors import DataError
 from logicpipe.optimize.config import OptimizeConfig
 from logicpipe.optimize.loop import optimize
 from logicpipe.optimize.loss import parse_loss

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from logicpipe.errors import UsageError
+from logicpipe.core.errors import UsageError
 from logicpipe.optimize.params import (
     PromptParams,
     Structure,

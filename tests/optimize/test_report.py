@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from logicpipe.errors import DataError
+from logicpipe.core.errors import DataError
 from logicpipe.optimize.params import PromptParams, Structure, prompt_ids
 from logicpipe.optimize.records import CandidateRecord, StepRecord
 from logicpipe.optimize.report import curve_figure, write_report

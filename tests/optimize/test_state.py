@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from logicpipe.errors import DataError
+from logicpipe.core.errors import DataError
 from logicpipe.optimize.params import PromptParams, Structure, prompt_ids
 from logicpipe.optimize.records import CandidateRecord, GradientRecord, LossRecord, ProblemOutcome, StepRecord
 from logicpipe.optimize.state import OptimizeState

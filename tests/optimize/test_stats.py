@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from logicpipe.errors import UsageError
+from logicpipe.core.errors import UsageError
 from logicpipe.optimize.stats import accept, describe, paired
 
 

@@ -3,15 +3,15 @@ import sys
 
 import pytest
 
-from logicpipe.errors import PrerequisiteError
-from logicpipe.isolation import Task
+from logicpipe.core.errors import PrerequisiteError
 from logicpipe.run import LocalExecutor, make_executor
+from logicpipe.run.pool import SolverCall
 from tests.conftest import ROOT
-from tests.test_isolation import GOOD
+from tests.run.test_pool import GOOD
 
 
 def test_the_local_executor_is_the_pool_and_names_no_node():
-    tasks = [Task(f"ok{i}", {"solver": "csp", "program": GOOD}, 30) for i in range(3)]
+    tasks = [SolverCall(f"ok{i}", {"solver": "csp", "program": GOOD}, 30) for i in range(3)]
     with make_executor("local", "logicpipe.solvers:execute_task", 2, 512) as executor:
         assert isinstance(executor, LocalExecutor)
         executor.check("csp")

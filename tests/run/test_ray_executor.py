@@ -2,10 +2,10 @@
 
 import pytest
 
-from logicpipe.errors import PrerequisiteError
-from logicpipe.isolation import Task
+from logicpipe.core.errors import PrerequisiteError
+from logicpipe.run.pool import SolverCall
 from logicpipe.run.ray_executor import RayExecutor
-from tests.test_isolation import GOOD, HOG, LOOP
+from tests.run.test_pool import GOOD, HOG, LOOP
 
 MISBEHAVE = "tests.run.targets:misbehave"
 
@@ -16,9 +16,9 @@ def run(tasks, target="logicpipe.solvers:execute_task", memory_mb=400, retries=1
 
 
 def test_calls_on_ray_stay_bounded_in_time_and_memory_and_say_which_node_ran_them(ray_cluster):
-    tasks = [Task("hog", {"solver": "csp", "program": HOG}, 60),
-             Task("hang", {"solver": "lp", "program": LOOP, "limits": {"seconds": 60}}, 1.5),
-             *[Task(f"ok{i}", {"solver": "csp", "program": GOOD}, 30) for i in range(4)]]
+    tasks = [SolverCall("hog", {"solver": "csp", "program": HOG}, 60),
+             SolverCall("hang", {"solver": "lp", "program": LOOP, "limits": {"seconds": 60}}, 1.5),
+             *[SolverCall(f"ok{i}", {"solver": "csp", "program": GOOD}, 30) for i in range(4)]]
     finished = run(tasks)
     assert set(finished) == {t.key for t in tasks}
     assert finished["hang"].outcome.status == "timeout"
@@ -28,8 +28,8 @@ def test_calls_on_ray_stay_bounded_in_time_and_memory_and_say_which_node_ran_the
 
 
 def test_a_call_that_raises_or_exits_is_an_error_and_the_rest_go_on(ray_cluster):
-    finished = run([Task("raise", {"do": "raise"}, 20), Task("exit", {"do": "exit"}, 20),
-                    Task("fine", {"do": "fine"}, 20)], target=MISBEHAVE)
+    finished = run([SolverCall("raise", {"do": "raise"}, 20), SolverCall("exit", {"do": "exit"}, 20),
+                    SolverCall("fine", {"do": "fine"}, 20)], target=MISBEHAVE)
     assert (finished["raise"].outcome.status, finished["raise"].outcome.message) == ("error", "ValueError: the solver broke")
     assert finished["exit"].outcome.status == "crashed" and "exited unexpectedly" in finished["exit"].outcome.message
     assert finished["fine"].outcome.value == "done fine"
@@ -38,7 +38,7 @@ def test_a_call_that_raises_or_exits_is_an_error_and_the_rest_go_on(ray_cluster)
 @pytest.mark.slow  # Ray takes ~10 s to notice each dead worker
 def test_a_dead_ray_worker_is_retried_then_recorded_as_crashed(ray_cluster, tmp_path):
     once = {"do": "kill-ray-worker", "marker": str(tmp_path / "killed-once")}
-    finished = run([Task("once", once, 20), Task("always", {"do": "kill-ray-worker"}, 20)],
+    finished = run([SolverCall("once", once, 20), SolverCall("always", {"do": "kill-ray-worker"}, 20)],
                    target=MISBEHAVE, retries=1)
     assert finished["once"].outcome.status == "ok" and finished["once"].outcome.value == "done kill-ray-worker"
     always = finished["always"].outcome

@@ -2,7 +2,7 @@ import sys
 
 import pytest
 
-from logicpipe.errors import ProgramCheckError, ProgramExecutionError, ProgramParseError
+from logicpipe.core.errors import ProgramCheckError, ProgramExecutionError, ProgramParseError
 from logicpipe.solvers import Limits, execute_task, get_solver
 
 
@@ -159,7 +159,7 @@ def test_a_constraint_that_is_always_false_is_an_inconsistent_premise():
 
 
 def test_a_missing_package_is_a_prerequisite_error_with_the_install_command(monkeypatch):
-    from logicpipe.errors import PrerequisiteError
+    from logicpipe.core.errors import PrerequisiteError
 
     monkeypatch.setitem(sys.modules, "constraint", None)
     with pytest.raises(PrerequisiteError, match="pip install python-constraint2"):

@@ -2,7 +2,7 @@ import re
 
 import pytest
 
-from logicpipe.errors import PrerequisiteError, ProgramParseError
+from logicpipe.core.errors import PrerequisiteError, ProgramParseError
 from logicpipe.solvers import execute_task
 from logicpipe.solvers.fol import FOLSolver, _decide, _Names, to_prover9
 from logicpipe.solvers.fol_parser import Bin, Const, Eq, Not, Pred, Quant, Var, parse_formula

@@ -3,7 +3,7 @@ run-to-run differences in stored proofs."""
 
 import pytest
 
-from logicpipe.errors import ProgramParseError
+from logicpipe.core.errors import ProgramParseError
 from logicpipe.solvers import execute_task
 from logicpipe.solvers.fol import MAX_PROGRAM_CHARS, FOLSolver, _Names, _spell
 from logicpipe.solvers.fol_parser import MAX_DEPTH, parse_formula, tokenize

@@ -1,7 +1,7 @@
 import pytest
 
+from logicpipe.core.errors import ProgramParseError
 from logicpipe.core.records import SolveRecord
-from logicpipe.errors import ProgramParseError
 from logicpipe.solvers import Limits, execute_task, get_solver, lp, lp_prolog, map_answer
 from logicpipe.solvers.lp import MAX_GOAL_NODES, goal_tree_lines
 

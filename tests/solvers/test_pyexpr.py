@@ -1,6 +1,6 @@
 import pytest
 
-from logicpipe.errors import ProgramParseError
+from logicpipe.core.errors import ProgramParseError
 from logicpipe.solvers.pyexpr import INT_BOUND, MAX_DEPTH, clip, parse_expression
 
 

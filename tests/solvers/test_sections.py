@@ -1,6 +1,6 @@
 import pytest
 
-from logicpipe.errors import ProgramParseError
+from logicpipe.core.errors import ProgramParseError
 from logicpipe.solvers import execute_task
 from logicpipe.solvers.sections import walk_sections
 

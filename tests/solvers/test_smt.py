@@ -3,7 +3,7 @@ import sys
 
 import pytest
 
-from logicpipe.errors import PrerequisiteError
+from logicpipe.core.errors import PrerequisiteError
 from logicpipe.solvers import execute_task, get_solver
 from logicpipe.solvers.smt import Z3_MEMORY_MB
 
@@ -176,7 +176,7 @@ def test_a_missing_z3_is_a_prerequisite_error_with_the_install_command(monkeypat
 def test_a_memory_bound_too_small_for_z3_says_so():
     script = (
         "import resource, sys\n"
-        "from logicpipe.errors import PrerequisiteError\n"
+        "from logicpipe.core.errors import PrerequisiteError\n"
         "from logicpipe.solvers.smt import load_z3\n"
         "resource.setrlimit(resource.RLIMIT_AS, (64 * 2**20, 64 * 2**20))\n"
         "try:\n    load_z3()\nexcept PrerequisiteError as exc:\n    print(exc)\n"

@@ -11,10 +11,10 @@ import time
 
 import pytest
 
+from logicpipe.report.viewer import failed_problems
+from logicpipe.report.viewer.run import load_run
 from logicpipe.stages.compare import order, parse_winner
 from logicpipe.testing import FakeOpenAI, Fault
-from logicpipe.viewer import failed_problems
-from logicpipe.viewer.run import load_run
 from tests.conftest import ROOT, cli
 
 LD = "LogicalDeduction_dev_gpt-4.json"

@@ -6,7 +6,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
-from ..isolation import Fetch, Outcome, Task
+from .pool import Fetch, Outcome, SolverCall
 
 
 @dataclass
@@ -19,11 +19,11 @@ class Executor(Protocol):
     def check(self, solver: str) -> None:
         """Raise PrerequisiteError when the solver cannot run where the calls will run."""
 
-    def map(self, tasks: Iterable[Task]) -> Iterator[Finished]:
+    def map(self, tasks: Iterable[SolverCall]) -> Iterator[Finished]:
         """One Finished per task, in completion order; every task bounded in time and memory."""
 
     def stream(self, fetch: Fetch) -> Iterator[Finished]:
-        """The same for tasks that keep arriving through `fetch` (see isolation.WorkerPool.stream)."""
+        """The same for tasks that keep arriving through `fetch` (see pool.WorkerPool.stream)."""
 
     def close(self) -> None: ...
 

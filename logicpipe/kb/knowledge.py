@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import ProgramParseError, UsageError
-from .prolog import Limits, PrologProcess
+from ..core.errors import ProgramParseError, UsageError
+from .prolog import PrologProcess, ProofLimits
 from .safety import check_goal
 from .terms import Term, canonical, ground, parse_goals, parse_term, show
 
@@ -97,7 +97,7 @@ def read_percepts(path: Path) -> list[Percept]:
 @dataclass
 class KnowledgeBase:
     path: Path
-    limits: Limits = field(default_factory=Limits)
+    limits: ProofLimits = field(default_factory=ProofLimits)
     percepts: list[Percept] = field(default_factory=list)
 
     def __post_init__(self) -> None:

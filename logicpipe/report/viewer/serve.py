@@ -6,7 +6,7 @@ from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from ..errors import UsageError
+from ...core.errors import UsageError
 
 
 class _PageHandler(BaseHTTPRequestHandler):

@@ -11,14 +11,14 @@ import time
 
 import pytest
 
-from logicpipe.isolation import Outcome, Task, WorkerPool
+from logicpipe.run.pool import Outcome, SolverCall, WorkerPool
 
 HOG = "Variables:\nx [IN] range(0, 200000000)\nConstraints:\nx > 1\nQuery:\nA) x == 2\n"
 LOOP_FACTS = "\n".join(f"R(c{i}, True)" for i in range(80))
 LOOP = (f"Facts:\n{LOOP_FACTS}\nRules:\nR($a, True) && R($b, True) && R($c, True) && R($d, True) "
         ">>> S($a, $b, $c, $d, True)\nQuery:\nS(c1, c1, c1, c1, True)\n")
 GOOD = "Variables:\nx [IN] [1, 2]\nConstraints:\nx > 1\nQuery:\nA) x == 2\n"
-HERE = "tests.test_isolation"
+HERE = "tests.run.test_pool"
 
 
 def nap(payload):
@@ -45,9 +45,9 @@ def burn_past_cpu_limit(payload):
 
 def test_one_bad_call_cannot_hang_or_kill_the_others():
     tasks = [
-        Task("hog", {"solver": "csp", "program": HOG}, 60),
-        Task("hang", {"solver": "lp", "program": LOOP, "limits": {"seconds": 60}}, 1.5),
-        *[Task(f"ok{i}", {"solver": "csp", "program": GOOD}, 30) for i in range(4)],
+        SolverCall("hog", {"solver": "csp", "program": HOG}, 60),
+        SolverCall("hang", {"solver": "lp", "program": LOOP, "limits": {"seconds": 60}}, 1.5),
+        *[SolverCall(f"ok{i}", {"solver": "csp", "program": GOOD}, 30) for i in range(4)],
     ]
     with WorkerPool("logicpipe.solvers:execute_task", workers=2, memory_mb=400) as pool:
         outcomes = {o.key: o for o in pool.map(tasks)}
@@ -65,7 +65,7 @@ def test_one_bad_call_cannot_hang_or_kill_the_others():
 def test_a_queued_task_is_not_charged_for_the_one_before_it():
     # Each nap takes 1 s of its 1.6 s; had the second's clock started when it was queued behind the
     # first, it would time out.
-    tasks = [Task(f"nap{i}", {"seconds": 1.0}, 1.6) for i in range(3)]
+    tasks = [SolverCall(f"nap{i}", {"seconds": 1.0}, 1.6) for i in range(3)]
     with WorkerPool(f"{HERE}:nap", workers=1) as pool:
         outcomes = list(pool.map(tasks))
     assert [o.status for o in outcomes] == ["ok"] * 3
@@ -74,7 +74,7 @@ def test_a_queued_task_is_not_charged_for_the_one_before_it():
 
 
 def test_tasks_queued_behind_a_timeout_go_to_a_fresh_worker():
-    tasks = [Task("stuck", {"seconds": 30}, 0.5), *[Task(f"ok{i}", {"seconds": 0}, 5) for i in range(3)]]
+    tasks = [SolverCall("stuck", {"seconds": 30}, 0.5), *[SolverCall(f"ok{i}", {"seconds": 0}, 5) for i in range(3)]]
     with WorkerPool(f"{HERE}:nap", workers=1) as pool:
         outcomes = {o.key: o for o in pool.map(tasks)}
     assert outcomes["stuck"].status == "timeout" and "0.5 s" in outcomes["stuck"].message
@@ -83,7 +83,7 @@ def test_tasks_queued_behind_a_timeout_go_to_a_fresh_worker():
 
 def test_each_task_runs_under_its_own_cpu_limit():
     with WorkerPool(f"{HERE}:cpu_limit", workers=1) as pool:
-        outcomes = {o.key: o for o in pool.map([Task("short", {}, 10), Task("long", {}, 100)])}
+        outcomes = {o.key: o for o in pool.map([SolverCall("short", {}, 10), SolverCall("long", {}, 100)])}
     # The hard bound plus slack, counted from the CPU time the worker had used already.
     assert 14 <= outcomes["short"].value <= 16
     assert 104 <= outcomes["long"].value <= 106
@@ -91,16 +91,16 @@ def test_each_task_runs_under_its_own_cpu_limit():
 
 def test_running_out_of_cpu_time_is_a_timeout():
     with WorkerPool(f"{HERE}:burn_past_cpu_limit", workers=1) as pool:
-        outcomes = {o.key: o for o in pool.map([Task("burn", {}, 30)])}
+        outcomes = {o.key: o for o in pool.map([SolverCall("burn", {}, 30)])}
     assert outcomes["burn"].status == "timeout" and "CPU time limit of 35 s" in outcomes["burn"].message
     assert outcomes["burn"].seconds < 5
 
 
 POOL_IN_A_CHILD = textwrap.dedent("""
     import threading, time
-    from logicpipe.isolation import Task, WorkerPool
-    pool = WorkerPool("tests.test_isolation:spin", workers=2)
-    threading.Thread(target=lambda: list(pool.map([Task(str(i), {}, 600) for i in range(4)])), daemon=True).start()
+    from logicpipe.run.pool import SolverCall, WorkerPool
+    pool = WorkerPool("tests.run.test_pool:spin", workers=2)
+    threading.Thread(target=lambda: list(pool.map([SolverCall(str(i), {}, 600) for i in range(4)])), daemon=True).start()
     while len(pool.pids) < 2:
         time.sleep(0.05)
     print(*pool.pids, flush=True)
@@ -119,7 +119,7 @@ def _alive(pid):
 @pytest.mark.parametrize("how", [signal.SIGKILL, signal.SIGTERM], ids=["SIGKILL", "SIGTERM"])
 def test_workers_die_with_their_parent(how):
     child = subprocess.Popen([sys.executable, "-c", POOL_IN_A_CHILD], stdout=subprocess.PIPE, text=True,
-                             cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                             cwd=os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
     try:
         pids = [int(p) for p in child.stdout.readline().split()]
         assert len(pids) == 2

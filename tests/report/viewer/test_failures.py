@@ -4,8 +4,8 @@ import json
 import shutil
 
 from tests.conftest import cli
-from tests.viewer.conftest import INJECTED_ID
-from tests.viewer.pages import records
+from tests.report.viewer.conftest import INJECTED_ID
+from tests.report.viewer.pages import records
 
 
 def failures(*args):

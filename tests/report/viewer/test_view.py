@@ -9,8 +9,8 @@ import sys
 import urllib.request
 
 from tests.conftest import ROOT, cli, ctrl_c_default
-from tests.viewer.conftest import INJECTED_ID, INJECTED_LINE, INJECTION
-from tests.viewer.pages import by_id, payload, records
+from tests.report.viewer.conftest import INJECTED_ID, INJECTED_LINE, INJECTION
+from tests.report.viewer.pages import by_id, payload, records
 
 
 def view(run, *args, env=None):

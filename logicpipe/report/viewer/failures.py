@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.records import ErrorCategory
-from ..errors import UsageError
+from ...core.errors import UsageError
+from ...core.records import ErrorCategory
 from .run import load_run, one_line
 
 

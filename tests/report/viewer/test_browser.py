@@ -1,5 +1,5 @@
 """The viewer page in a real headless chromium (Debian's chromium and chromium-driver, driven by selenium;
-scripts/browser-setup.sh installs them). Run with: pytest -m browser tests/viewer."""
+scripts/browser-setup.sh installs them). Run with: pytest -m browser tests/report/viewer."""
 
 import json
 import shutil
@@ -8,8 +8,8 @@ import pytest
 
 from logicpipe.solvers.lp import goal_tree_lines
 from tests.conftest import cli
-from tests.viewer.conftest import INJECTED_ID, INJECTED_LINE, INJECTION
-from tests.viewer.pages import records
+from tests.report.viewer.conftest import INJECTED_ID, INJECTED_LINE, INJECTION
+from tests.report.viewer.pages import records
 
 pytestmark = pytest.mark.browser
 

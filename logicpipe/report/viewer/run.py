@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.records import round_stands
-from ..data.fetch import cache_dir
-from ..data.loaders import data_root, load_problems
-from ..data.registry import get_dataset, source
-from ..errors import LogicPipeError, UsageError
+from ...core.errors import LogicPipeError, UsageError
+from ...core.records import round_stands
+from ...data.fetch import cache_dir
+from ...data.loaders import data_root, load_problems
+from ...data.registry import get_dataset, source
 
 _LINE = re.compile(r"\bline (\d+)")
 

@@ -41,20 +41,20 @@ _POLL = 0.02
 
 
 @dataclass
-class Task:
+class SolverCall:
     key: str
     payload: dict[str, Any]
     timeout: float
 
 
-Fetch = Callable[[float | None], "list[Task] | None"]
+Fetch = Callable[[float | None], "list[SolverCall] | None"]
 
 
-def fixed(tasks: Iterable[Task]) -> Fetch:
+def fixed(tasks: Iterable[SolverCall]) -> Fetch:
     """A Fetch that hands over `tasks` at once, then says there are no more."""
     given = list(tasks)
 
-    def fetch(timeout: float | None) -> list[Task] | None:
+    def fetch(timeout: float | None) -> list[SolverCall] | None:
         if not given:
             return None
         ready = list(given)
@@ -162,7 +162,7 @@ def _worker_main(conn: Connection, lifeline: Connection, target: str, memory_mb:
 
 @dataclass
 class _Sent:
-    task: Task
+    task: SolverCall
     data: bytes  # the pickled Job
 
 
@@ -213,7 +213,7 @@ class WorkerPool:
         worker.process.join(5)
         worker.conn.close()
 
-    def map(self, tasks: Iterable[Task]) -> Iterator[Outcome]:
+    def map(self, tasks: Iterable[SolverCall]) -> Iterator[Outcome]:
         """Yield one Outcome per task, in completion order."""
         return self.stream(fixed(tasks))
 
