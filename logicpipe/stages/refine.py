@@ -4,6 +4,10 @@ each round writes refine-N.jsonl (the repairs) and solve-N.jsonl (their results)
 With --refine semantic (Logic-LM++), a program that executed is revised too: the model rewrites it given
 the problem, the revision is solved, and the model compares the two (compare.py, compare-N.jsonl); the
 revision replaces the program only if it wins, otherwise the trajectory backtracks to the program.
+
+A reply that holds no program is a failed repair (no_program, the reply kept): the standing program stays,
+and the next round asks again saying so. No round sends a problem's request that an earlier round sent
+(the same messages would bring the same reply): the problem stops refining there instead.
 """
 
 from __future__ import annotations
