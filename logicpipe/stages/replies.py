@@ -62,25 +62,24 @@ _BOXED = re.compile(r"\$*\\boxed\{\s*(\(?[A-Z]\)?)\s*\}\$*")
 
 def read_answer(text: str, options: list[str]) -> Reading:
     """The option a Standard or CoT reply settles on: the answer after its last cue ("The correct option
-    is:", "The answer is", "Answer:", ...) that names an option, else a reply whose last or first line is
-    a bare option ("B", "(B)", "B) False", "False"). An answer naming two options, an option outside the
-    answer space, or a letter with another option's text is no answer, with the reason."""
+    is:", "The answer is", "Answer:", ...) that names an option, else the reply's last or first line if
+    it is nothing but an option ("B", "(B)", "B) False", "False"). An answer naming two options, an
+    option outside the answer space, or a letter with another option's text is no answer, with the reason."""
     if not text.strip():
         return Reading(None, "the reply is empty")
     letters = option_letters(options)
     text = _BOXED.sub(r"\1", text)
-    cues = list(_CUE.finditer(text))
-    for cue in reversed(cues):  # the last statement of an answer is the one the reply settles on
+    # The last statement of an answer is the one the reply settles on.
+    for cue in reversed(list(_CUE.finditer(text))):
         span = text[cue.end():].split("\n", 1)[0]
         reading = _read_span(span, options, letters)
         if reading is not None:
             return reading
-    if not cues:
-        lines = [line.strip(" \t*_`") for line in text.strip().splitlines() if line.strip(" \t*_`")]
-        for line in dict.fromkeys([lines[-1], lines[0]]) if lines else []:
-            reading = _read_span(line, options, letters, whole=True)
-            if reading is not None:
-                return reading
+    lines = [line.strip(" \t*_`") for line in text.strip().splitlines() if line.strip(" \t*_`")]
+    for line in dict.fromkeys([lines[-1], lines[0]]) if lines else []:
+        reading = _read_span(line, options, letters, whole=True)
+        if reading is not None:
+            return reading
     return Reading(None, "the reply names no option (no 'The correct option is: X', 'The answer is X', "
                          "'Answer: X' or a bare option letter)")
 
