@@ -15,6 +15,7 @@ from ..core.errors import UsageError
 from ..llm import LLMClient, LLMSettings
 from .add import Addition, add_flow, append_facts
 from .ask import AskRecord, ask_flow, vocabulary
+from .check import check_kb
 from .flow import Flow, Input, Settings, read_inputs, run_batch, run_flows
 from .knowledge import KnowledgeBase, Percept, parse_percept, read_percepts
 from .prolog import ProofLimits
@@ -60,18 +61,28 @@ _PERCEPTS_FILE = typer.Option(None, "--percepts", help="file of name=value lines
 
 
 @kb_app.command()
-def check(kb: list[Path] = typer.Argument(..., help="KB files, or folders whose .pl files load together")) -> None:
-    """Load each KB in an isolated SWI-Prolog; report errors with file:line and list the predicates."""
-    failed = False
-    for path in kb:
-        with KnowledgeBase(path) as base:
-            for message in base.messages:
-                typer.echo(str(message), err=True)
-            failed = failed or bool(base.errors)
-            for predicate in sorted(base.predicates, key=lambda p: (p.name, p.arity)):
-                kind = " (dynamic)" if predicate.dynamic else ""
-                typer.echo(f"{predicate.signature:<28} {predicate.clauses:>5} clauses  {predicate.file}{kind}")
-    if failed:
+def check(kb: list[Path] = typer.Argument(..., help="KB files, or folders whose .pl files load together"),
+          format: str = typer.Option("text", "--format", "-f", help="text or json (one object per KB)"),
+          time: float = typer.Option(60.0, "--time", help="seconds for loading and checking each KB"),
+          memory_mb: int = typer.Option(1024, "--memory-mb", help="Prolog stack MB")) -> None:
+    """Load each KB in an isolated SWI-Prolog and report what its own checks find: load errors, undefined
+    procedures, unreachable, discontiguous and duplicate clauses, left recursion; list the predicates.
+    Exit 1 when a KB does not load or calls an undefined procedure."""
+    if format not in ("text", "json"):
+        raise UsageError("--format must be text or json")
+    if time <= 0 or memory_mb < 1:
+        raise UsageError("--time and --memory-mb must be positive")
+    reports = [check_kb(path, time, memory_mb) for path in kb]  # every KB is read before any is shown
+    for report in reports:
+        if format == "json":
+            typer.echo(report.model_dump_json())
+            continue
+        for line in report.findings():
+            typer.echo(line, err=True)
+        for predicate in sorted(report.predicates, key=lambda p: (p.module != "kb", p.module, p.name, p.arity)):
+            kind = "".join(f" ({flag})" for flag in ("dynamic", "tabled") if getattr(predicate, flag))
+            typer.echo(f"{predicate.signature:<28} {predicate.clauses:>5} clauses  {predicate.file}{kind}")
+    if any(report.failed for report in reports):
         sys.exit(1)  # typer.Exit's code is lost under main()'s standalone_mode=False
 
 
