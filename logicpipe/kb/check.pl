@@ -14,7 +14,7 @@
 %
 % Usage: swipl -q -g main -t 'halt(1)' check.pl -- FILE...   (absolute paths; Python bounds the process)
 
-:- module(kb_check, []).
+:- module(kb_check, [load_kb/1, kb_predicate/2, kb_clause/4, load_errors/1, indicator/3]).
 
 :- use_module(library(check)).
 :- use_module(library(http/json)).
@@ -42,10 +42,7 @@ message_location(_, '', 0).
 
 main :-
     current_prolog_flag(argv, Files),
-    forall(member(F, Files), ( atom_string(A, F), assertz(kb_file(A)) )),
-    assertz(loading),
-    forall(kb_file(F), catch(load_files(kb:F, [if(true)]), E, print_message(error, E))),
-    retractall(loading),
+    load_kb(Files),
     catch(check:list_undefined([module_class([user])]), _, true),
     findall(M, message_dict(M), Messages),
     findall(P, predicate_dict(P), Predicates),
@@ -59,10 +56,23 @@ main :-
               discontiguous: Discontiguous, duplicates: Duplicates, left_recursive: LeftRecursive,
               modules: Modules},
     set_stream(user_output, encoding(utf8)),
-    format(user_output, "~n@@check ", []),  % own line, even after KB output without one
+    format(user_output, "~n@@report ", []),  % own line, even after KB output without one
     json_write_dict(user_output, Reply, [width(0)]),
     nl(user_output),
     halt(0).
+
+% load_kb(+Files): load the KB's files into `kb` (a module file keeps its module), collecting messages.
+load_kb(Files) :-
+    forall(member(F, Files), ( atom_string(A, F), assertz(kb_file(A)) )),
+    assertz(loading),
+    forall(kb_file(F), catch(load_files(kb:F, [if(true)]), E, print_message(error, E))),
+    retractall(loading).
+
+% The load errors, as file:line: text strings (for tools that only need to know the KB still loads).
+load_errors(Errors) :-
+    findall(E, ( load_message(error, File, Line, _, Text),
+                 split_string(Text, "", "\n ", [Clean]),
+                 format(string(E), "~w:~w: ~s", [File, Line, Clean]) ), Errors).
 
 % --- the KB's predicates ------------------------------------------------------------------
 

@@ -8,6 +8,7 @@ import os
 import resource
 import subprocess
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -16,7 +17,7 @@ from ..solvers.lp import swipl_path
 from .knowledge import kb_files
 
 CHECKER = Path(__file__).with_name("check.pl")
-_REPORT = "@@check "  # the KB's own directives may print too
+_REPORT = "@@report "  # on a line of its own: the KB's own directives may print too
 _OVERHEAD_MB = 1024  # the executable, its libraries and the atom table, over the Prolog stacks
 
 
@@ -116,8 +117,10 @@ class CheckReport(BaseModel):
         return [f"{file}:{line}: {text}" for file, line, text in sorted(lines, key=lambda x: (x[0], x[1]))]
 
 
-def check_kb(path: Path, seconds: float = 60.0, memory_mb: int = 1024) -> CheckReport:
-    """Run check.pl over the KB at `path` (a file or a folder of .pl files) in its own swipl."""
+def run_tool(script: Path, goal: str, path: Path, stdin: str = "", seconds: float = 60.0,
+             memory_mb: int = 1024) -> tuple[dict[str, Any], dict[str, str]]:
+    """Run a Prolog tool (check.pl, facts.pl) over the KB at `path` in its own swipl, bounded in time and
+    memory. Returns its JSON reply and the map from each KB file's absolute path to its shown name."""
     files = kb_files(path)
     names = {str(p.resolve()): name for p, name in files}
 
@@ -126,22 +129,28 @@ def check_kb(path: Path, seconds: float = 60.0, memory_mb: int = 1024) -> CheckR
         cap = (memory_mb + _OVERHEAD_MB) * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
-    command = [swipl_path(), "-q", f"--stack-limit={memory_mb}m", "-g", "kb_check:main", "-t", "halt(1)",
-               str(CHECKER), "--", *names]
-    process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, preexec_fn=bound)
+    command = [swipl_path(), "-q", f"--stack-limit={memory_mb}m", "-g", goal, "-t", "halt(1)", str(script),
+               "--", *names]
+    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               preexec_fn=bound)
     try:
-        out, err = process.communicate(timeout=seconds)
+        out, err = process.communicate(stdin.encode(), timeout=seconds)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, 9)
         process.communicate()
-        raise SolverTimeout(f"kb check: SWI-Prolog did not finish within {seconds:g} s") from None
+        raise SolverTimeout(f"kb {script.stem}: SWI-Prolog did not finish within {seconds:g} s") from None
     lines = [line[len(_REPORT):] for line in out.decode("utf-8", "replace").splitlines()
              if line.startswith(_REPORT)]
     if process.returncode != 0 or not lines:
         last = [line for line in err.decode("utf-8", "replace").splitlines() if line.strip()]
-        raise ProgramExecutionError(f"kb check: SWI-Prolog failed: {last[-1] if last else process.returncode}")
-    raw = json.loads(lines[-1])
+        raise ProgramExecutionError(f"kb {script.stem}: SWI-Prolog failed: "
+                                    f"{last[-1] if last else process.returncode}")
+    return json.loads(lines[-1]), names
+
+
+def check_kb(path: Path, seconds: float = 60.0, memory_mb: int = 1024) -> CheckReport:
+    """Run check.pl over the KB at `path` (a file or a folder of .pl files)."""
+    raw, names = run_tool(CHECKER, "kb_check:main", path, seconds=seconds, memory_mb=memory_mb)
     for key in ("messages", "undefined", "unreachable", "discontiguous", "duplicates", "left_recursive",
                 "predicates"):
         for item in raw[key]:

@@ -13,7 +13,8 @@ from pydantic import BaseModel
 
 from ..core.errors import UsageError
 from ..llm import LLMClient, LLMSettings
-from .add import Addition, add_flow, append_facts
+from ..prompts import PromptSet, prompts_option
+from .add import PROMPT, Mode, diff, edited, judge, translate_flow, write
 from .ask import AskRecord, ask_flow, vocabulary
 from .check import check_kb
 from .flow import Flow, Input, Settings, read_inputs, run_batch, run_flows
@@ -217,31 +218,88 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
         sys.exit(1)
 
 
+_FACT = typer.Option([], "--fact", help="a fact to add or remove as written, e.g. 'student(zoe)' (repeatable)")
+_YES = typer.Option(False, "--yes", help="write without asking (for scripts)")
+_DRY_RUN = typer.Option(False, "--dry-run", help="show the diff and write nothing")
+_PROMPTS = typer.Option(None, "--prompts", help="folder of templates replacing the shipped kb-*.txt ones")
+
+
 @kb_app.command()
-def add(kb: Path = typer.Argument(..., help="KB file to extend"),
-        statement: str = typer.Argument(..., help="a statement in English"),
-        yes: bool = typer.Option(False, "--yes", help="append the facts (else only show them)"),
-        model: str = _MODEL, base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE) -> None:
-    """Translate a statement into facts of the KB's predicates; append them with --yes."""
-    if yes and not kb.is_file():
-        raise UsageError(f"{kb}: --yes needs a KB file to append to")
-    with _open(kb, ProofLimits(), []) as base:
-        words, settings = vocabulary(base), Settings()
+def add(kb: Path = typer.Argument(..., help="KB file or folder to change"),
+        statement: Optional[str] = typer.Argument(None, help="a statement in English (needs --model)"),
+        fact: list[str] = _FACT,
+        remove: bool = typer.Option(False, "--remove", help="retract the facts instead (as kb retract)"),
+        yes: bool = _YES, dry_run: bool = _DRY_RUN,
+        model: Optional[str] = typer.Option(None, "--model", "-m", help="model that translates the statement"),
+        base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE,
+        prompts: Optional[str] = _PROMPTS) -> None:
+    """Add facts to the KB: each is checked against the KB's own facts (predicate and arity, argument
+    types, duplicates), the change is shown as a diff and written when confirmed, with a backup."""
+    _change(kb, statement, fact, "remove" if remove else "add", yes, dry_run, model, base_url, llm_cache, prompts)
+
+
+@kb_app.command()
+def retract(kb: Path = typer.Argument(..., help="KB file or folder to change"),
+            statement: Optional[str] = typer.Argument(None, help="a statement in English (needs --model)"),
+            fact: list[str] = _FACT, yes: bool = _YES, dry_run: bool = _DRY_RUN,
+            model: Optional[str] = typer.Option(None, "--model", "-m", help="model that translates the statement"),
+            base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE,
+            prompts: Optional[str] = _PROMPTS) -> None:
+    """Remove facts from the KB (the same as kb add --remove): shown as a diff, written when confirmed."""
+    _change(kb, statement, fact, "remove", yes, dry_run, model, base_url, llm_cache, prompts)
+
+
+def _change(kb: Path, statement: Optional[str], facts: list[str], mode: Mode, yes: bool, dry_run: bool,
+            model: Optional[str], base_url: Optional[str], llm_cache: Optional[Path],
+            prompts_dir: Optional[str]) -> None:
+    if statement is None and not facts:
+        raise UsageError("give a statement (with --model) or facts with --fact")
+    if statement is not None and model is None:
+        raise UsageError("--model is needed to translate a statement (or give the facts with --fact)")
+    if not (yes or dry_run or sys.stdin.isatty()):
+        raise UsageError("stdin is not a terminal, so the change cannot be confirmed: pass --yes to write it, "
+                         "or --dry-run to only show it")
+    prompts = PromptSet(prompts_option(prompts_dir))
+    prompts.check_overrides([PROMPT[mode]])
+    texts = list(facts)
+    if statement is not None:
+        assert model is not None
+        with _open(kb, ProofLimits(), []) as base:
+            words = vocabulary(base)
+        found: list[list[str]] = []
         client = _client(model, base_url, llm_cache, 1)
-        results: list[Addition] = []
         try:
-            run_flows(client, [("add", add_flow(base, statement, settings, words))], results.append)
+            run_flows(client, [(mode, translate_flow(statement, mode, prompts, words, Settings()))], found.append)
         finally:
             client.close()
-        addition = results[0]
-        for fact in addition.facts:
-            typer.echo(f"{fact}.")
-        for rejected in addition.rejected:
-            typer.echo(f"rejected: {rejected}", err=True)
-        if addition.error or not addition.facts:
-            raise UsageError(addition.error or "no fact to add")
-        if yes:
-            append_facts(base, kb, addition.facts)
-            typer.echo(f"appended {len(addition.facts)} facts to {kb}", err=True)
-        else:
-            typer.echo("(not written; add --yes to append them)", err=True)
+        if not found[0]:
+            typer.echo("the model wrote no fact for the statement (NONE)", err=True)
+        texts += found[0]
+    judgement = judge(kb, mode, texts)
+    if judgement.errors:
+        raise UsageError(f"the KB does not load: {judgement.errors[0]}")
+    for item in judgement.facts:
+        if item.status == "refused":
+            typer.echo(f"refused: {item.text} -- {item.reason}", err=True)
+        elif item.status != ("new" if mode == "add" else "present"):
+            typer.echo(f"skipped: {item.fact or item.text} -- {item.reason}", err=True)
+    chosen = judgement.changes(mode)
+    refused = any(item.status == "refused" for item in judgement.facts)
+    if not chosen:
+        if refused:
+            raise UsageError("nothing to write: every fact was refused or already so")
+        typer.echo("nothing to change", err=True)
+        return
+    changes = edited(chosen, mode)
+    typer.echo(diff(changes), nl=False)
+    if dry_run:
+        typer.echo("(dry run: nothing written)", err=True)
+        return
+    if not yes and not typer.confirm(f"Write {len(chosen)} change(s) to {', '.join(map(str, changes))}?"):
+        typer.echo("nothing written", err=True)
+        return
+    backups = write(kb, changes, mode, chosen, judgement)
+    verb = "added" if mode == "add" else "removed"
+    typer.echo(f"{verb} {len(chosen)} fact(s); backup: {', '.join(map(str, backups))}", err=True)
+    if refused:
+        sys.exit(1)  # written, but not everything asked for
