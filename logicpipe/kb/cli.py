@@ -5,19 +5,20 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from pydantic import BaseModel
 
 from ..core.errors import UsageError
 from ..llm import LLMClient, LLMSettings
 from ..prompts import PromptSet, prompts_option
 from .add import PROMPT, Mode, diff, edited, judge, translate_flow, write
 from .ask import AskRecord, ask_flow, vocabulary
+from .batch import Batch, BatchReport, budget, kb_sha256, run_batch
 from .check import check_kb
-from .flow import Flow, Input, Settings, read_inputs, run_batch, run_flows
+from .flow import Flow, Input, Settings, read_inputs, run_flows
 from .knowledge import KnowledgeBase, Percept, parse_percept, read_percepts
 from .prolog import ProofLimits
 from .render import dot, mermaid, text_result, text_tree
@@ -118,7 +119,14 @@ _MODEL = typer.Option(..., "--model", "-m", help="model (OpenAI-compatible chat 
 _BASE_URL = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="e.g. http://localhost:8000/v1")
 _CACHE = typer.Option(None, "--llm-cache", help="SQLite cache of model replies")
 _CONCURRENCY = typer.Option(8, "--max-concurrency", help="model requests in flight at once")
-_OUT = typer.Option(None, "--out", "-o", help="JSONL output, one record per input; resumes what it holds")
+_OUT = typer.Option(None, "--out", "-o", help="run folder for a batch (run.json, ask.jsonl or validate.jsonl); "
+                                              "a re-run resumes it")
+_OVERWRITE = typer.Option(False, "--overwrite", help="discard what an earlier batch wrote in --out and start afresh")
+_MAX_ERRORS = typer.Option("10%", "--max-errors", help="model errors a batch tolerates before it stops: a count "
+                                                       "or a percentage of the inputs")
+_PROMPTS = typer.Option(None, "--prompts", help="folder of templates replacing the shipped kb-*.txt ones")
+_TEMPERATURE = typer.Option(0.0, "--temperature", help="sampling temperature of the model's requests")
+_MAX_TOKENS = typer.Option(1024, "--max-tokens", help="most tokens in a model reply")
 
 
 def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurrency: int) -> LLMClient:
@@ -133,33 +141,59 @@ def _one_or_batch(single: Optional[str], batch: Optional[Path], out: Optional[Pa
         raise UsageError(f"give one {what} or a JSONL file of them, not both and not neither")
     if batch is not None and out is None:
         raise UsageError("--out is required with a JSONL input")
+    if out is not None and out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; a batch writes a run folder (run.json and its records)")
 
 
-def _run(client: LLMClient, single: Optional[str], batch: Optional[Path], out: Optional[Path],
-         field: str, make_flow: Callable[[Input], Flow], model: type[BaseModel]) -> Any:
-    """One input: return its record. A file: run the batch into `out` and report counts."""
+def _prompts(folder: Optional[str], used: tuple[str, ...]) -> PromptSet:
+    prompts = PromptSet(prompts_option(folder))
+    prompts.check_overrides(list(used))
+    for prompt_id in used:
+        prompts.get(prompt_id)  # a folder's template that lacks a field is refused before anything runs
+    return prompts
+
+
+def _single(client: LLMClient, batch: Batch, item: Input, make_flow: Callable[[Input], Flow]) -> Any:
+    """One input's record, made as a batch makes it (a failure is its error record)."""
+    records: list[Any] = []
     try:
-        if batch is None:
-            records: list[Any] = []
-            run_flows(client, [("cli", make_flow(Input(id="cli", text=single or "")))], records.append)
-            return records[0]
-        assert out is not None
-        total, new = run_batch(client, read_inputs(batch, field), out, model, make_flow)
-        typer.echo(f"{out}: {total} records ({new} new)", err=True)
-        return None
+        run_flows(client, [(item.id, make_flow(item))], records.append,
+                  failed=lambda _key, exc: batch.error_record(item, exc))
     finally:
         client.close()
+    return records[0]
+
+
+def _identity(kb: Path, inputs: Path, stage: str, fields: dict[str, Any]) -> dict[str, Any]:
+    return {"kb": kb.name, "kb_sha256": kb_sha256(kb), "inputs": inputs.name, "stages": {stage: fields}}
+
+
+def _model_fields(model: str, base_url: Optional[str], settings: Settings, prompts: PromptSet,
+                  used: tuple[str, ...], limits: ProofLimits, percepts: list[Percept]) -> dict[str, Any]:
+    """What decides a batch's records besides the KB and its inputs."""
+    return {"model": model, "base_url": base_url, "temperature": settings.temperature,
+            "max_tokens": settings.max_tokens, "prompts": prompts.identity(*used),
+            "limits": asdict(limits), "percepts": [str(p) for p in percepts]}
+
+
+def _report(out: Path, report: BatchReport) -> None:
+    typer.echo(f"{out}: {report.total} records ({report.new} new, {report.errors} with errors)", err=True)
+
+
+_ASK = Batch("ask", AskRecord, "question")
+_VALIDATE = Batch("validate", ValidateRecord, "answer")
 
 
 @kb_app.command()
 def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
         question: Optional[str] = typer.Argument(None, help="a question in English"),
         questions: Optional[Path] = typer.Option(None, "--questions", help="JSONL of {id, question}"),
-        out: Optional[Path] = _OUT,
+        out: Optional[Path] = _OUT, overwrite: bool = _OVERWRITE, max_errors: str = _MAX_ERRORS,
         context: str = typer.Option("template", "--context", help="template (default) or model"),
         format: str = typer.Option("text", "--format", "-f", help="text or json (one question)"),
         model: str = _MODEL, base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE,
-        max_concurrency: int = _CONCURRENCY,
+        max_concurrency: int = _CONCURRENCY, prompts: Optional[str] = _PROMPTS,
+        temperature: float = _TEMPERATURE, max_tokens: int = _MAX_TOKENS,
         depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
         max_solutions: int = _SOLUTIONS, percept: list[str] = _PERCEPT,
         percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
@@ -167,13 +201,29 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
     _one_or_batch(question, questions, out, "question", format)
     if context not in ("template", "model"):
         raise UsageError("--context must be template or model")
+    used = ("kb-goals", "kb-answer", *(("kb-context",) if context == "model" else ()))
+    templates = _prompts(prompts, used)
+    settings = Settings(temperature=temperature, max_tokens=max_tokens)
     limits = _limits(depth, inferences, time, memory_mb, max_solutions)
+    inputs = read_inputs(questions, "question") if questions is not None else []
+    if questions is not None:
+        budget(max_errors, len(inputs))  # a bad --max-errors is refused before the KB loads
     with _open(kb, limits, _percepts(percept, percepts)) as base:
-        words, settings = vocabulary(base), Settings()
-        record = _run(_client(model, base_url, llm_cache, max_concurrency), question, questions, out,
-                      "question", lambda item: ask_flow(base, item, settings, context, words), AskRecord)
-    if record is None:
-        return
+        words = vocabulary(base)
+        client = _client(model, base_url, llm_cache, max_concurrency)
+
+        def make_flow(item: Input) -> Flow:
+            return ask_flow(base, item, settings, context, words, templates)
+
+        if questions is None:
+            record = _single(client, _ASK, Input(id="cli", text=question or ""), make_flow)
+        else:
+            assert out is not None
+            fields = {**_model_fields(model, base_url, settings, templates, used, limits, base.percepts),
+                      "context": context}
+            _report(out, run_batch(_ASK, out, inputs, _identity(kb, questions, "ask", fields), client, make_flow,
+                                   overwrite=overwrite, max_errors=max_errors))
+            return
     if format == "json":
         typer.echo(record.model_dump_json())
         return
@@ -183,28 +233,44 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
         typer.echo(f"rejected: {rejected}")
     if record.context:
         typer.echo(f"context:\n{record.context}\n")
-    typer.echo(f"answer: {record.answer or record.error}")
+    typer.echo(f"answer: {record.answer or (record.error.message if record.error else '')}")
 
 
 @kb_app.command()
 def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
              answer: Optional[str] = typer.Option(None, "--answer", help="an answer to check"),
              answers: Optional[Path] = typer.Option(None, "--answers", help="JSONL of {id, answer}"),
-             out: Optional[Path] = _OUT,
+             out: Optional[Path] = _OUT, overwrite: bool = _OVERWRITE, max_errors: str = _MAX_ERRORS,
              format: str = typer.Option("text", "--format", "-f", help="text or json (one answer)"),
              model: str = _MODEL, base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE,
-             max_concurrency: int = _CONCURRENCY,
+             max_concurrency: int = _CONCURRENCY, prompts: Optional[str] = _PROMPTS,
+             temperature: float = _TEMPERATURE, max_tokens: int = _MAX_TOKENS,
              depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
              percept: list[str] = _PERCEPT, percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
-    """Check an answer claim by claim against the KB; valid only when every claim is True."""
+    """Check an answer claim by claim against the KB; valid only when every claim is true."""
     _one_or_batch(answer, answers, out, "answer", format)
+    used = ("kb-claims",)
+    templates = _prompts(prompts, used)
+    settings = Settings(temperature=temperature, max_tokens=max_tokens)
     limits = _limits(depth, inferences, time, memory_mb, 1)
+    inputs = read_inputs(answers, "answer") if answers is not None else []
+    if answers is not None:
+        budget(max_errors, len(inputs))
     with _open(kb, limits, _percepts(percept, percepts)) as base:
-        words, settings = vocabulary(base), Settings()
-        record = _run(_client(model, base_url, llm_cache, max_concurrency), answer, answers, out,
-                      "answer", lambda item: validate_flow(base, item, settings, words), ValidateRecord)
-    if record is None:
-        return
+        words = vocabulary(base)
+        client = _client(model, base_url, llm_cache, max_concurrency)
+
+        def make_flow(item: Input) -> Flow:
+            return validate_flow(base, item, settings, words, templates)
+
+        if answers is None:
+            record = _single(client, _VALIDATE, Input(id="cli", text=answer or ""), make_flow)
+        else:
+            assert out is not None
+            fields = _model_fields(model, base_url, settings, templates, used, limits, base.percepts)
+            _report(out, run_batch(_VALIDATE, out, inputs, _identity(kb, answers, "validate", fields), client,
+                                   make_flow, overwrite=overwrite, max_errors=max_errors))
+            return
     if format == "json":
         typer.echo(record.model_dump_json())
     else:
@@ -213,7 +279,8 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
                        + (f"\n    {claim.reason}" if claim.reason else ""))
             if claim.proof and claim.verdict == "true":
                 typer.echo("\n".join("    " + line for line in text_tree(claim.proof)))
-        typer.echo(f"valid: {'yes' if record.valid else 'no'}" + (f" ({record.error})" if record.error else ""))
+        typer.echo(f"valid: {'yes' if record.valid else 'no'}"
+                   + (f" ({record.error.message})" if record.error else ""))
     if not record.valid:
         sys.exit(1)
 
@@ -221,7 +288,6 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
 _FACT = typer.Option([], "--fact", help="a fact to add or remove as written, e.g. 'student(zoe)' (repeatable)")
 _YES = typer.Option(False, "--yes", help="write without asking (for scripts)")
 _DRY_RUN = typer.Option(False, "--dry-run", help="show the diff and write nothing")
-_PROMPTS = typer.Option(None, "--prompts", help="folder of templates replacing the shipped kb-*.txt ones")
 
 
 @kb_app.command()

@@ -60,13 +60,13 @@ def model_args(server, tmp_path):
 def test_ask_batch_on_the_example_kb(kbcli, tmp_path):
     questions = tmp_path / "questions.jsonl"
     questions.write_text((EXAMPLE / "questions.jsonl").read_text())
-    out = tmp_path / "ask.jsonl"
+    out = tmp_path / "ask"
     with FakeOpenAI(replies()) as server:
         done = kbcli("kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(out), *NOW,
                    *model_args(server, tmp_path), timeout=120)
         assert done.returncode == 0, done.stderr
         purposes = [(r["_logicpipe"]["purpose"], r["_logicpipe"]["problem"]) for r in server.requests]
-    records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    records = {r["id"]: r for r in map(json.loads, (out / "ask.jsonl").read_text().splitlines())}
     assert sorted(records) == sorted(QUESTIONS)
     for qid, expected in QUESTIONS.items():
         record = records[qid]
@@ -117,12 +117,12 @@ def test_validate_batch_gives_one_verdict_per_claim(kbcli, tmp_path):
     marker = tmp_path / "marker"
     answers = tmp_path / "answers.jsonl"
     answers.write_text("".join(json.dumps({"id": key, "answer": f"answer {key}"}) + "\n" for key in CLAIMS))
-    out = tmp_path / "validate.jsonl"
+    out = tmp_path / "validate"
     with FakeOpenAI(replies(marker)) as server:
         done = kbcli("kb", "validate", str(CAMPUS), "--answers", str(answers), "--out", str(out), *NOW,
                    *model_args(server, tmp_path), timeout=120)
     assert done.returncode == 0, done.stderr
-    records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    records = {r["id"]: r for r in map(json.loads, (out / "validate.jsonl").read_text().splitlines())}
     verdicts = {key: [c["verdict"] for c in r["claims"]] for key, r in records.items()}
     assert verdicts == {"a1": ["true", "true", "untranslatable"], "a2": ["true", "true"],
                         "a3": ["not derivable", "true"], "a4": ["untranslatable", "true"]}
@@ -149,25 +149,26 @@ def test_batch_of_100_killed_and_resumed_loses_and_duplicates_nothing(tmp_path):
     questions = tmp_path / "questions.jsonl"
     ids = [f"{qid}-{n:03d}" for n, qid in zip(range(100), list(QUESTIONS) * 9)]
     questions.write_text("".join(json.dumps({"id": i, "question": f"question {i}"}) + "\n" for i in ids))
-    out = tmp_path / "ask.jsonl"
+    out = tmp_path / "ask"
     with FakeOpenAI(replies(), latency=0.05) as server:
         args = [sys.executable, "-m", "logicpipe.cli", "kb", "ask", str(CAMPUS), "--questions", str(questions),
                 "--out", str(out), "--max-concurrency", "4", *NOW, *model_args(server, tmp_path)]
         process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    env=dict(os.environ))
         deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and (not out.exists() or out.read_text().count("\n") < 15):
+        while time.monotonic() < deadline and (not (out / "ask.jsonl").exists()
+                                               or (out / "ask.jsonl").read_text().count("\n") < 15):
             time.sleep(0.05)
         process.send_signal(signal.SIGKILL)
         process.wait()
-        before = out.read_text().count("\n")
+        before = (out / "ask.jsonl").read_text().count("\n")
         assert 15 <= before < 100
         done = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    records = [json.loads(line) for line in out.read_text().splitlines()]
-    assert sorted(r["id"] for r in records) == sorted(ids)
+    records = [json.loads(line) for line in (out / "ask.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in records] == ids  # in input order, each once
     assert all(r["answer"] == f"ANSWER FOR {r['id']}" or not r["addressed"] for r in records)
-    assert f"100 records ({100 - before} new)" in done.stderr
+    assert f"100 records ({100 - before} new, 0 with errors)" in done.stderr
 
 
 def test_usage_errors_are_one_line(kbcli, tmp_path):
@@ -187,12 +188,12 @@ def test_a_batch_record_may_carry_its_own_percepts(kbcli, tmp_path):
     questions.write_text(json.dumps({"id": "q05-now", "question": "Is the pool open?"}) + "\n"
                          + json.dumps({"id": "q05-storm", "question": "Is the pool open?",
                                        "percepts": {"p_weather": "storm", "p_hour": 12}}) + "\n")
-    out = tmp_path / "ask.jsonl"
+    out = tmp_path / "ask"
     with FakeOpenAI(replies()) as server:
         done = kbcli("kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(out), *NOW,
                      *model_args(server, tmp_path))
     assert done.returncode == 0, done.stderr
-    records = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    records = {r["id"]: r for r in map(json.loads, (out / "ask.jsonl").read_text().splitlines())}
     assert records["q05-now"]["results"][0]["proved"] is True
     storm = records["q05-storm"]
     assert storm["results"][0]["proved"] is False
