@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.errors import ProgramExecutionError, SolverTimeout
 from ..solvers.lp import swipl_path
-from .knowledge import kb_files
+from .knowledge import LoadMessage, kb_files
 
 CHECKER = Path(__file__).with_name("check.pl")
 _REPORT = "@@report "  # on a line of its own: the KB's own directives may print too
@@ -27,7 +27,7 @@ class _Found(BaseModel):
     line: int
 
 
-class LoadMessage(_Found):
+class Message(_Found):
     kind: str  # error or warning
     message: str
 
@@ -76,7 +76,7 @@ class LeftRecursive(_Found):
 
 class CheckReport(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    messages: list[LoadMessage] = Field(default_factory=list)
+    messages: list[Message] = Field(default_factory=list)
     predicates: list[CheckedPredicate] = Field(default_factory=list)
     undefined: list[Undefined] = Field(default_factory=list)
     unreachable: list[Unreachable] = Field(default_factory=list)
@@ -95,8 +95,9 @@ class CheckReport(BaseModel):
     def findings(self) -> list[str]:
         """One `file:line: kind: text` line per finding, in file and line order."""
         lines: list[tuple[str, int, str]] = []
-        for m in self.messages:
-            lines.append((m.file, m.line, f"{m.kind}: {' '.join(m.message.split())}"))
+        for m in self.messages:  # shown as the engine shows load messages (location once)
+            shown = str(LoadMessage(m.kind, m.file, m.line, m.message)).split(": ", 1)[1]
+            lines.append((m.file, m.line, shown))
         for u in self.undefined:
             lines.append((u.file, u.line, f"error: {u.caller} calls {u.predicate}, which is not defined"))
         for r in self.unreachable:
