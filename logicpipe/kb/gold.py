@@ -40,7 +40,7 @@ def instances(kb: KnowledgeBase, per_predicate: int) -> list[Compound]:
     """Ground, derivable instances of each KB predicate, in the order Prolog finds them."""
     found: list[Compound] = []
     for predicate in kb.predicates:
-        if predicate.arity == 0:
+        if predicate.arity == 0 or predicate.name.startswith("$"):  # SWI-Prolog's own ('$tabled'/2)
             continue
         variables = ", ".join(f"V{i}" for i in range(predicate.arity))
         result = kb.prove(f"{predicate.name}({variables})")

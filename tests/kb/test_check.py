@@ -5,6 +5,7 @@ import re
 import subprocess
 
 from logicpipe.solvers.lp import swipl_path
+from tests.conftest import ROOT
 
 ISSUE_KB = """\
 edge(a,b). edge(b,c). edge(c,a). edge(c,d).
@@ -119,3 +120,16 @@ def test_load_errors_fail_and_a_looping_directive_is_bounded(kbcli, tmp_path):
     done = kbcli("kb", "check", str(loop), "--time", "1")
     assert done.returncode == 2
     assert done.stderr.strip() == "error: kb check: SWI-Prolog did not finish within 1 s"
+
+
+def test_the_example_kb_checks_clean_with_its_tabled_predicate_and_its_cut(kbcli):
+    campus = ROOT / "examples" / "kb" / "campus.pl"
+    done = kbcli("kb", "check", str(campus))
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.splitlines() == [
+        f"{campus}:117: note: linked/2 is left-recursive (linked/2 -> linked/2); the engine tables it",
+        f"{campus}:138: note: connected/2 is left-recursive (connected/2 -> connected/2); declared tabled"]
+    shown = {line.split()[0]: line for line in done.stdout.splitlines()}
+    assert shown["connected/2"].endswith("(tabled)") and "grade/2" in shown
+    assert not any(name.startswith("$") for name in shown)
+    assert plain_swipl_undefined(campus) == []
