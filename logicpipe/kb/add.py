@@ -106,9 +106,10 @@ def _added(text: str, items: list[Judged]) -> str:
         rest = text[stop:len(text) if newline < 0 else newline].strip()
         if rest and not rest.startswith("%"):  # more code on that line: the fact goes right after the stop
             inserts.setdefault(stop, []).append("\n" + item.fact)
+        elif newline < 0:  # the last line of a file without a final newline
+            inserts.setdefault(len(text), []).append("\n" + item.fact)
         else:
-            at = len(text) if newline < 0 else newline + 1
-            inserts.setdefault(at, []).append(("\n" if newline < 0 else "") + item.fact + ("\n" if newline >= 0 else ""))
+            inserts.setdefault(newline + 1, []).append(item.fact + "\n")
     out, last = [], 0
     for at in sorted(inserts):
         out.append(text[last:at])

@@ -141,6 +141,8 @@ def _one_or_batch(single: Optional[str], batch: Optional[Path], out: Optional[Pa
         raise UsageError(f"give one {what} or a JSONL file of them, not both and not neither")
     if batch is not None and out is None:
         raise UsageError("--out is required with a JSONL input")
+    if batch is None and out is not None:
+        raise UsageError(f"--out is for a batch (a JSONL file of {what}s); one {what} is printed")
     if out is not None and out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file; a batch writes a run folder (run.json and its records)")
 

@@ -190,6 +190,9 @@ def test_a_second_batch_on_a_held_folder_and_a_file_as_out_are_refused(kbcli, tm
     as_file = kbcli("kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(file), *common)
     assert as_file.returncode == 2
     assert as_file.stderr == f"error: --out {file} is a file; a batch writes a run folder (run.json and its records)\n"
+    single = kbcli("kb", "validate", str(CAMPUS), "--answer", "Bob is a student.", "--out", str(out), *common)
+    assert single.returncode == 2
+    assert single.stderr == "error: --out is for a batch (a JSONL file of answers); one answer is printed\n"
     bad_budget = kbcli("kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(out),
                        "--max-errors", "lots", *common)
     assert bad_budget.returncode == 2
