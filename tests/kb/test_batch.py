@@ -197,3 +197,17 @@ def test_a_second_batch_on_a_held_folder_and_a_file_as_out_are_refused(kbcli, tm
                        "--max-errors", "lots", *common)
     assert bad_budget.returncode == 2
     assert bad_budget.stderr == "error: --max-errors: give a count (5) or a percentage (10%)\n"
+
+
+def test_a_claim_whose_search_hits_a_limit_is_unknown_never_not_derivable(kbcli, tmp_path):
+    claims = [{"claim": "cs401 needs cs101", "goal": "requires(cs401, cs101)"},
+              {"claim": "cs101 needs cs401", "goal": "requires(cs101, cs401)"}]
+    with FakeOpenAI(lambda body: json.dumps(claims)) as server:
+        limited = kbcli("kb", "validate", str(CAMPUS), "--answer", "cs401 needs cs101, not the reverse.",
+                        "--inferences", "3", "-f", "json", *model_args(server, tmp_path))
+        free = kbcli("kb", "validate", str(CAMPUS), "--answer", "cs401 needs cs101, not the reverse.",
+                     "-f", "json", *model_args(server, tmp_path))
+    assert limited.returncode == 1 and free.returncode == 1
+    assert [c["verdict"] for c in json.loads(limited.stdout)["claims"]] == ["unknown", "unknown"]
+    assert all(c["reason"] for c in json.loads(limited.stdout)["claims"])
+    assert [c["verdict"] for c in json.loads(free.stdout)["claims"]] == ["true", "not derivable"]
