@@ -8,10 +8,10 @@ from typing import Any
 from pydantic import Field
 
 from ..core.errors import LogicPipeError
-from ..core.records import Record, Usage, stage_error
+from ..core.records import stage_error
 from ..llm import LLMError, Request
 from ..prompts import PromptSet
-from .flow import Flow, Input, Settings, add_usage, code_block, read_goals
+from .flow import Flow, Input, KBRecord, Settings, add_usage, code_block, read_goals
 from .knowledge import KnowledgeBase
 from .outcome import status
 from .render import context_sentences
@@ -21,16 +21,14 @@ CANNOT_ADDRESS = "The knowledge base cannot address this question"
 TEMPLATES = ("kb-goals", "kb-context", "kb-answer")  # what ask reads (kb-context only with --context model)
 
 
-class AskRecord(Record):
+class AskRecord(KBRecord):
     question: str = ""
-    percepts: list[str] = Field(default_factory=list)  # the real-time values the proofs saw
     goals: list[str] = Field(default_factory=list)
     rejected: list[str] = Field(default_factory=list)  # goals that failed to parse or may not run, with why
     results: list[dict[str, Any]] = Field(default_factory=list)  # per goal: status, solutions (bindings, tree)
     context: str = ""
     answer: str = ""
     addressed: bool = False
-    usage: Usage = Field(default_factory=Usage)
 
 
 def vocabulary(kb: KnowledgeBase) -> dict[str, str]:

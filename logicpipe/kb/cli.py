@@ -155,12 +155,13 @@ def _prompts(folder: Optional[str], used: tuple[str, ...]) -> PromptSet:
     return prompts
 
 
-def _single(client: LLMClient, batch: Batch, item: Input, make_flow: Callable[[Input], Flow]) -> Any:
+def _single(client: LLMClient, batch: Batch, item: Input, make_flow: Callable[[Input], Flow],
+            percepts: list[Percept]) -> Any:
     """One input's record, made as a batch makes it (a failure is its error record)."""
     records: list[Any] = []
     try:
         run_flows(client, [(item.id, make_flow(item))], records.append,
-                  failed=lambda _key, exc: batch.error_record(item, exc))
+                  failed=lambda _key, exc: batch.error_record(item, exc, [str(p) for p in percepts]))
     finally:
         client.close()
     return records[0]
@@ -218,13 +219,13 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
             return ask_flow(base, item, settings, context, words, templates)
 
         if questions is None:
-            record = _single(client, _ASK, Input(id="cli", text=question or ""), make_flow)
+            record = _single(client, _ASK, Input(id="cli", text=question or ""), make_flow, base.percepts)
         else:
             assert out is not None
             fields = {**_model_fields(model, base_url, settings, templates, used, limits, base.percepts),
                       "context": context}
             _report(out, run_batch(_ASK, out, inputs, _identity(kb, questions, "ask", fields), client, make_flow,
-                                   overwrite=overwrite, max_errors=max_errors))
+                                   percepts=fields["percepts"], overwrite=overwrite, max_errors=max_errors))
             return
     if format == "json":
         typer.echo(record.model_dump_json())
@@ -266,12 +267,13 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
             return validate_flow(base, item, settings, words, templates)
 
         if answers is None:
-            record = _single(client, _VALIDATE, Input(id="cli", text=answer or ""), make_flow)
+            record = _single(client, _VALIDATE, Input(id="cli", text=answer or ""), make_flow, base.percepts)
         else:
             assert out is not None
             fields = _model_fields(model, base_url, settings, templates, used, limits, base.percepts)
             _report(out, run_batch(_VALIDATE, out, inputs, _identity(kb, answers, "validate", fields), client,
-                                   make_flow, overwrite=overwrite, max_errors=max_errors))
+                                   make_flow, percepts=fields["percepts"], overwrite=overwrite,
+                                   max_errors=max_errors))
             return
     if format == "json":
         typer.echo(record.model_dump_json())

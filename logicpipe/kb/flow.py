@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.errors import DataError, ProgramParseError
 from ..core.jsonl import iter_json_lines
-from ..core.records import Usage
+from ..core.records import Record, Usage
 from ..llm import Completion, LLMClient, LLMError, Request
 from ..run.folder import ErrorBudget
 from .knowledge import Percept, parse_percept
@@ -23,6 +23,13 @@ from .terms import Term, parse_goals
 
 Reply = Completion | LLMError
 Flow = Generator[Request, Reply, Any]  # returns the input's record
+
+
+class KBRecord(Record):
+    """What a kb batch writes per input: ask's and validate's records share these fields."""
+
+    percepts: list[str] = Field(default_factory=list)  # the real-time values the proofs saw
+    usage: Usage = Field(default_factory=Usage)
 
 
 class Settings(BaseModel):

@@ -15,10 +15,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.errors import LogicPipeError, ProgramParseError
-from ..core.records import Record, Usage, stage_error
+from ..core.records import stage_error
 from ..llm import LLMError, Request
 from ..prompts import PromptSet
-from .flow import Flow, Input, Settings, add_usage
+from .flow import Flow, Input, KBRecord, Settings, add_usage
 from .knowledge import NOT_DERIVABLE, KnowledgeBase, Percept
 from .outcome import reason, status
 
@@ -35,12 +35,10 @@ class Claim(BaseModel):
     proof: dict[str, Any] | None = None  # the first solution's tree, or the explored tree when it failed
 
 
-class ValidateRecord(Record):
+class ValidateRecord(KBRecord):
     answer: str = ""
-    percepts: list[str] = Field(default_factory=list)  # the real-time values the proofs saw
     claims: list[Claim] = Field(default_factory=list)
     valid: bool = False
-    usage: Usage = Field(default_factory=Usage)
 
 
 def judge(kb: KnowledgeBase, claim: str, goal: str | None, percepts: Sequence[Percept] = ()) -> Claim:

@@ -211,3 +211,23 @@ def test_a_claim_whose_search_hits_a_limit_is_unknown_never_not_derivable(kbcli,
     assert [c["verdict"] for c in json.loads(limited.stdout)["claims"]] == ["unknown", "unknown"]
     assert all(c["reason"] for c in json.loads(limited.stdout)["claims"])
     assert [c["verdict"] for c in json.loads(free.stdout)["claims"]] == ["true", "not derivable"]
+
+
+def test_a_resume_redoes_only_the_inputs_whose_text_or_percepts_changed(kbcli, tmp_path):
+    questions = tmp_path / "q.jsonl"
+    lines = [{"id": "q05-a", "question": "Is the pool open?"}, {"id": "q05-b", "question": "Is the pool open?"},
+             {"id": "q05-c", "question": "Is the pool open?"}]
+    questions.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    out = tmp_path / "run"
+    args = ["kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(out), *NOW]
+    with FakeOpenAI(replies()) as server:
+        assert kbcli(*args, *model_args(server, tmp_path)).returncode == 0
+        lines[1]["percepts"] = {"p_weather": "storm"}
+        lines[2]["question"] = "Is the pool open now?"
+        questions.write_text("".join(json.dumps(line) + "\n" for line in lines))
+        again = kbcli(*args, *model_args(server, tmp_path))
+    assert again.returncode == 0 and f"{out}: 3 records (2 new, 0 with errors)" in again.stderr
+    got = records(out)
+    assert [r["id"] for r in got] == ["q05-a", "q05-b", "q05-c"]
+    assert got[1]["percepts"][-1] == "p_weather = storm" and got[1]["results"][0]["proved"] is False
+    assert got[2]["question"] == "Is the pool open now?"
