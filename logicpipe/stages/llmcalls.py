@@ -9,6 +9,7 @@ from typing import Protocol
 from ..core.errors import LLMError, RunStopped
 from ..core.records import Usage
 from ..llm import Completion, LLMClient, LLMSettings, Request
+from ..llm.client import text_bound
 from .context import Gate, RunContext
 
 Result = Completion | LLMError
@@ -41,7 +42,10 @@ def send(ctx: RunContext, model: str, requests: list[Request], arrived: Callable
         if isinstance(result, LLMError):
             ctx.budget.check(result)
 
-    send_gated(llm_settings(ctx.config, model), ctx.gate, requests, checked)
+    # A formulate record holds the program and every sample: each reply must fit that many times.
+    settings = llm_settings(ctx.config, model).model_copy(
+        update={"max_text_bytes": text_bound(ctx.config.num_samples + 1)})
+    send_gated(settings, ctx.gate, requests, checked)
 
 
 def send_gated(settings: LLMSettings, gate: Gate | None, requests: list[Request],
