@@ -194,7 +194,9 @@ def validate(task: Optional[Path] = typer.Option(None, "--task", "-t", help="tas
     from .prompts import PromptSet
     from .solvers import get_solver
 
-    config = RunConfig(dataset=dataset, task=task, split=split or "", data_dir=data_dir)
+    # Reads only: its config names no folder it would write, so none is probed.
+    config = RunConfig.model_validate(dict(dataset=dataset, task=task, split=split or "", data_dir=data_dir),
+                                      context={"writes": False})
     spec = config.spec
     get_solver(spec.solver)
     PromptSet(config.prompts).get(spec.prompt)

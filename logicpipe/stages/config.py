@@ -5,11 +5,15 @@ from __future__ import annotations
 import math
 import os
 import re
+import tempfile
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from ..core.errors import DataError
+from ..data import load_programs
 from ..data.registry import DatasetSpec, get_dataset, load_task_file
 
 Backup = Literal["random", "cot", "none"]
@@ -19,9 +23,14 @@ RefineMode = Literal["error", "semantic"]
 _BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
 
 
-def writable(path: Path, folder: bool) -> Path:
+# The seeds a record can store: JSON readers take integers of up to 64 bits.
+_SEED_BOUND = 2**63
+
+
+def writable(path: Path, folder: bool, probe: bool = True) -> Path:
     """`path` if it can be made or written as a folder (folder=True) or a file; ValueError when it, or a
-    folder above it, is of the wrong kind (checked before anything is written)."""
+    folder above it, is of the wrong kind, or (probe) nothing can be made where it would go (a read-only
+    disk, /proc): checked before anything is written."""
     for where in (path, *path.parents):
         if where.is_symlink() and not where.exists():  # mkdir and open would fail on it midway
             raise ValueError(f"{where} is a link to {os.readlink(where)}, which does not exist")
@@ -32,28 +41,66 @@ def writable(path: Path, folder: bool) -> Path:
             raise ValueError(f"{path} is a file, not a folder")
         if not folder and path.is_dir():
             raise ValueError(f"{path} is a folder, not a file")
-        return path
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"{parent} is a file, so {path} cannot be made under it")
-            break
+    else:
+        for parent in path.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise ValueError(f"{parent} is a file, so {path} cannot be made under it")
+                break
+    if probe:
+        _probe(path if folder and path.is_dir() else next(p for p in path.parents if p.exists()), path)
     return path
 
 
+def _probe(folder: Path, path: Path) -> None:
+    """Make and remove an empty folder in `folder`: the one sure test that `path` can be written there
+    (permission bits say nothing of a read-only mount or of /proc, and nothing to root)."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".logicpipe-probe-", dir=folder))
+    except OSError as exc:
+        raise ValueError(f"{path} cannot be written: nothing can be made in {folder} ({exc.strerror}); "
+                         "choose a folder you can write to") from None
+
+
+def _writes(info: ValidationInfo) -> bool:
+    """Whether the command writes where its options say (`validate` reads only: no write probe)."""
+    return bool((info.context or {}).get("writes", True))
+
+
 class OutputPaths(BaseModel):
-    """The checks on where a command writes (its OUT folder and its --llm-cache file), shared by the
-    run and optimize configs: one line each, before anything is written."""
+    """The checks on where a command writes (its OUT folder and its --llm-cache file) and on the model
+    endpoint, shared by the run and optimize configs: one line each, before anything is written."""
 
     @field_validator("out", check_fields=False)
     @classmethod
-    def _out(cls, value: Path) -> Path:
-        return writable(value, folder=True)
+    def _out(cls, value: Path, info: ValidationInfo) -> Path:
+        return writable(value, folder=True, probe=_writes(info))
 
     @field_validator("llm_cache", check_fields=False)
     @classmethod
-    def _cache(cls, value: Path | None) -> Path | None:
-        return None if value is None else writable(value, folder=False)
+    def _cache(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        return None if value is None else writable(value, folder=False, probe=_writes(info))
+
+    @field_validator("base_url", check_fields=False)
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if not value:
+            return None  # an empty OPENAI_BASE_URL means none
+        try:
+            parts = urlsplit(value)
+            port_ok = parts.port is None or parts.port > 0
+        except ValueError:
+            parts, port_ok = None, False
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+            raise ValueError(f"{value!r} is not an http(s) URL; give one such as http://localhost:8000/v1")
+        return value
+
+    @field_validator("seed", check_fields=False)
+    @classmethod
+    def _seed(cls, value: int) -> int:
+        if not -_SEED_BOUND < value < _SEED_BOUND:
+            raise ValueError("give a whole number of at most 18 digits (a record stores no larger)")
+        return value
 
 
 class RunConfig(OutputPaths):
@@ -102,6 +149,23 @@ class RunConfig(OutputPaths):
     def _finite(cls, value: float | None) -> float | None:
         if value is not None and not math.isfinite(value):
             raise ValueError("must be a finite number")
+        return value
+
+    @field_validator("programs")
+    @classmethod
+    def _programs(cls, value: Path | None) -> Path | None:
+        """The file is read now (and kept in memory for formulate), so a wrong one stops the run here."""
+        if value is None:
+            return None
+        if value.is_dir():
+            raise ValueError(f"{value} is a folder; give a Logic-LM programs file (a JSON list of records "
+                             "with id and raw_logic_programs), e.g. programs/ProntoQA_dev_gpt-4.json")
+        try:
+            load_programs(value)
+        except DataError as exc:
+            raise ValueError(str(exc)) from None
+        except OSError as exc:
+            raise ValueError(f"{value} cannot be read ({exc.strerror})") from None
         return value
 
     @field_validator("max_errors")
