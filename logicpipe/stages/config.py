@@ -67,21 +67,34 @@ def _writes(info: ValidationInfo) -> bool:
     return bool((info.context or {}).get("writes", True))
 
 
-class OutputPaths(BaseModel):
-    """The checks on where a command writes (its OUT folder and its --llm-cache file) and on the model
-    endpoint, shared by the run and optimize configs: one line each, before anything is written."""
+class ModelOptions(BaseModel):
+    """The options of every command that asks a model and writes a folder (run and its stages, optimize,
+    kb batches), each with its checks, declared once: one line each, before anything is written."""
 
-    @field_validator("out", check_fields=False)
+    model_config = ConfigDict(extra="forbid")
+
+    out: Path
+    model: str | None = None
+    base_url: str | None = None
+    max_concurrency: int = Field(default=8, ge=1, le=1024)
+    llm_timeout: float = Field(default=120.0, gt=0, le=86400)
+    max_retries: int = Field(default=5, ge=0, le=50)
+    llm_cache: Path | None = None
+    price_prompt: float | None = Field(default=None, ge=0, le=1e6)
+    price_completion: float | None = Field(default=None, ge=0, le=1e6)
+    prompts: Path | None = None
+
+    @field_validator("out")
     @classmethod
     def _out(cls, value: Path, info: ValidationInfo) -> Path:
         return writable(value, folder=True, probe=_writes(info))
 
-    @field_validator("llm_cache", check_fields=False)
+    @field_validator("llm_cache")
     @classmethod
     def _cache(cls, value: Path | None, info: ValidationInfo) -> Path | None:
         return None if value is None else writable(value, folder=False, probe=_writes(info))
 
-    @field_validator("base_url", check_fields=False)
+    @field_validator("base_url")
     @classmethod
     def _url(cls, value: str | None) -> str | None:
         if not value:
@@ -95,61 +108,74 @@ class OutputPaths(BaseModel):
             raise ValueError(f"{value!r} is not an http(s) URL; give one such as http://localhost:8000/v1")
         return value
 
-    @field_validator("seed", check_fields=False)
+    @field_validator("llm_timeout", "price_prompt", "price_completion")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        return finite(value)
+
+
+class TaskOptions(ModelOptions):
+    """ModelOptions for commands that run the pipeline on a dataset's problems (run, optimize)."""
+
+    dataset: str = ""  # a built-in dataset, or ...
+    task: Path | None = None  # ... a task file describing the user's own
+    data_dir: Path | None = None
+    seed: int = 0
+    workers: int = Field(default=1, ge=1, le=256)
+
+    @field_validator("seed")
     @classmethod
     def _seed(cls, value: int) -> int:
         if not -_SEED_BOUND < value < _SEED_BOUND:
             raise ValueError("give a whole number of at most 18 digits (a record stores no larger)")
         return value
 
+    def check_source(self) -> DatasetSpec:
+        """The task the options name; ValueError unless exactly one of --dataset and --task is given."""
+        if bool(self.dataset) == (self.task is not None):
+            raise ValueError("name a built-in --dataset or a --task file (one of the two)")
+        return self.spec
 
-class RunConfig(OutputPaths):
-    model_config = ConfigDict(extra="forbid")
+    @property
+    def spec(self) -> DatasetSpec:
+        return load_task_file(self.task) if self.task is not None else get_dataset(self.dataset)
 
-    dataset: str = ""  # a built-in dataset, or ...
-    task: Path | None = None  # ... a task file describing the user's own
+
+def finite(value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+class RunConfig(TaskOptions):
     split: str = ""  # default: the task's first split (dev for the built-ins)
     out: Path = Path("results/run")
-    data_dir: Path | None = None
     limit: int | None = Field(default=None, ge=1)
     # Only these problems of the split (in the split's order); `logicpipe optimize` runs minibatches with it.
     ids: list[str] | None = None
-    workers: int = Field(default=1, ge=1, le=256)
     programs: Path | None = None
     backup: Backup = "random"
-    seed: int = 0
     timeout: float | None = Field(default=None, gt=0, le=86400)
     memory_mb: int = Field(default=2048, ge=64, le=1 << 20)
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
     overwrite: bool = False
     max_errors: str = "10%"
-    prompts: Path | None = None
-    # Language model (formulate, refine, the cot backup, baselines)
-    model: str | None = None
-    base_url: str | None = None
-    max_concurrency: int = Field(default=8, ge=1, le=1024)
+    # Language model (formulate, refine, the cot backup, baselines); the endpoint's options are ModelOptions'.
     num_samples: int = Field(default=1, ge=1, le=64)
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=2048, ge=16, le=1 << 20)
     max_rounds: int = Field(default=3, ge=0, le=10)
     refine_model: str | None = None
     refine: RefineMode = "error"
-    llm_timeout: float = Field(default=120.0, gt=0, le=86400)
-    max_retries: int = Field(default=5, ge=0, le=50)
-    price_prompt: float | None = Field(default=None, ge=0, le=1e6)
-    price_completion: float | None = Field(default=None, ge=0, le=1e6)
-    llm_cache: Path | None = None
     # Grammar-constrained decoding of formulate and refine requests (logicpipe/llm/constrain.py).
     constrain: bool = False
     constrain_format: Literal["gbnf", "vllm"] = "gbnf"
 
-    @field_validator("timeout", "llm_timeout", "temperature", "price_prompt", "price_completion")
+    @field_validator("timeout", "temperature")
     @classmethod
-    def _finite(cls, value: float | None) -> float | None:
-        if value is not None and not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return value
+    def _finite_run(cls, value: float | None) -> float | None:
+        return finite(value)
 
     @field_validator("programs")
     @classmethod
@@ -188,9 +214,7 @@ class RunConfig(OutputPaths):
             raise ValueError("--refine semantic needs --max-rounds of at least 1")
         if self.refine == "semantic" and not (self.model or self.refine_model):
             raise ValueError("--refine semantic needs a model (give --model or --refine-model)")
-        if bool(self.dataset) == (self.task is not None):
-            raise ValueError("name a built-in --dataset or a --task file (one of the two)")
-        spec = self.spec
+        spec = self.check_source()
         self.split = self.split or spec.splits[0]
         if self.prompts is None:
             self.prompts = spec.prompts
@@ -202,10 +226,6 @@ class RunConfig(OutputPaths):
         number, percent = (float(match.group(1)), match.group(2)) if match else (0.0, "")
         allowed = number * total / 100 if percent else number
         return max(1, math.floor(allowed))
-
-    @property
-    def spec(self) -> DatasetSpec:
-        return load_task_file(self.task) if self.task is not None else get_dataset(self.dataset)
 
     @property
     def stage_dir(self) -> Path:

@@ -4,28 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
 
 from ..core.errors import LLMError, RunStopped
 from ..core.records import Usage
 from ..llm import Completion, LLMClient, LLMSettings, Request
 from ..llm.client import text_bound
+from .config import ModelOptions
 from .context import Gate, RunContext
 
 Result = Completion | LLMError
 
 
-class LLMOptions(Protocol):
-    """The request options a run (RunConfig) and an optimisation (OptimizeConfig) share."""
-
-    base_url: str | None
-    max_concurrency: int
-    max_retries: int
-    llm_timeout: float
-    llm_cache: Path | None
-
-
-def llm_settings(config: LLMOptions, model: str, cache_path: Path | None = None) -> LLMSettings:
+def llm_settings(config: ModelOptions, model: str, cache_path: Path | None = None) -> LLMSettings:
     return LLMSettings(model=model, base_url=config.base_url, max_concurrency=config.max_concurrency,
                        max_retries=config.max_retries, timeout=config.llm_timeout,
                        cache_path=cache_path or config.llm_cache)
