@@ -13,7 +13,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from typer._click.exceptions import UsageError as ClickUsageError
+from typer.exceptions import TyperException
 
 from . import __version__
 from .core.errors import LogicPipeError, PrerequisiteError, RunStopped
@@ -30,7 +30,28 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 # Notes are never wrapped: a path cut over two lines can't be copied or matched.
 console = Console(stderr=True, soft_wrap=True)
 app.add_typer(kb_app, name="kb")
-stdout = Console()
+# Piped or redirected output (grep, a file) is never wrapped at rich's default of 80 columns: lines
+# stay whole and tables are as wide as their contents (up to _PIPED_WIDTH).
+_PIPED_WIDTH = 250
+stdout = Console(soft_wrap=True)
+if not stdout.is_terminal:
+    stdout = Console(soft_wrap=True, width=_PIPED_WIDTH)
+
+
+# Options that several commands take, each declared once (typer reads these, never changes them).
+# A plain on/off flag is declared with metavar="": typer would otherwise show it as taking a <bool>.
+DATASET = typer.Option("", "--dataset", "-d", show_default=False,
+                       help="built-in dataset: folio, prontoqa, proofwriter, logicaldeduction, ar-lsat")
+TASK = typer.Option(None, "--task", "-t", help="task file (YAML or JSON) describing your own dataset, instead of --dataset")
+DATA_DIR = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)")
+WORKERS = typer.Option(1, "--workers", "-w", help="solver worker processes")
+BASE_URL = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL",
+                        help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1")
+MAX_CONCURRENCY = typer.Option(8, "--max-concurrency", help="model requests in flight at once")
+LLM_TIMEOUT = typer.Option(120.0, "--llm-timeout", help="seconds per model request")
+MAX_RETRIES = typer.Option(5, "--max-retries", help="retries per model request")
+PRICE_PROMPT = typer.Option(None, "--price-prompt", help="price per million prompt tokens")
+PRICE_COMPLETION = typer.Option(None, "--price-completion", help="price per million completion tokens")
 
 
 def _version(value: bool) -> None:
@@ -40,20 +61,19 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, metavar="",
                                        help="print the version and exit")) -> None:
     """Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate."""
 
 
 def _options(
-    dataset: str = typer.Option("", "--dataset", "-d", show_default=False,
-                                help="built-in dataset: folio, prontoqa, proofwriter, logicaldeduction, ar-lsat"),
-    task: Optional[Path] = typer.Option(None, "--task", "-t", help="task file (YAML or JSON) describing your own dataset, instead of --dataset"),
+    dataset: str = DATASET,
+    task: Optional[Path] = TASK,
     split: str = typer.Option("", "--split", show_default=False, help="split to run (default: the task's first, dev for the built-ins)"),
     out: Path = typer.Option(Path("results/run"), "--out", "-o", help="run directory; files go to OUT/<dataset or task name>/"),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)"),
+    data_dir: Optional[Path] = DATA_DIR,
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help="only the first N problems"),
-    workers: int = typer.Option(1, "--workers", "-w", help="solver worker processes"),
+    workers: int = WORKERS,
     programs: Optional[Path] = typer.Option(None, "--programs", help="replay a Logic-LM raw_logic_programs JSON file"),
     backup: str = typer.Option("random", "--backup", help="answer when no program executed: random|cot|none"),
     seed: int = typer.Option(0, "--seed", help="seed for the random backup"),
@@ -62,22 +82,22 @@ def _options(
     executor: str = typer.Option("local", "--executor", help="where solver calls run: local (worker processes) or ray (a Ray cluster)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", envvar="RAY_ADDRESS", help="Ray cluster to join, e.g. 10.0.0.1:6379 (default: start Ray on this machine)"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="model that writes programs (OpenAI-compatible)"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint, e.g. http://localhost:8000/v1"),
-    max_concurrency: int = typer.Option(8, "--max-concurrency", help="model requests in flight at once"),
+    base_url: Optional[str] = BASE_URL,
+    max_concurrency: int = MAX_CONCURRENCY,
     num_samples: int = typer.Option(1, "--num-samples", help="programs per problem; >1 votes over executed ones"),
     temperature: float = typer.Option(0.0, "--temperature", help="sampling temperature of the model"),
     max_tokens: int = typer.Option(2048, "--max-tokens", help="most tokens the model may write per reply"),
     max_rounds: int = typer.Option(3, "--max-rounds", help="self-refinement rounds (0: none)"),
     refine_model: Optional[str] = typer.Option(None, "--refine-model", help="model for refinement (default: --model)"),
     refine: str = typer.Option("error", "--refine", help="error: repair programs that fail; semantic: also revise those that execute, keeping a revision only if the model judges it more faithful (Logic-LM++)"),
-    llm_timeout: float = typer.Option(120.0, "--llm-timeout", help="seconds per model request"),
-    max_retries: int = typer.Option(5, "--max-retries", help="retries per model request"),
-    price_prompt: Optional[float] = typer.Option(None, "--price-prompt", help="price per million prompt tokens"),
-    price_completion: Optional[float] = typer.Option(None, "--price-completion", help="price per million completion tokens"),
+    llm_timeout: float = LLM_TIMEOUT,
+    max_retries: int = MAX_RETRIES,
+    price_prompt: Optional[float] = PRICE_PROMPT,
+    price_completion: Optional[float] = PRICE_COMPLETION,
     llm_cache: Optional[Path] = typer.Option(None, "--llm-cache", help="SQLite cache of model replies"),
-    constrain: bool = typer.Option(False, "--constrain", help="send the solver language's grammar with each formulate and refine request (grammar-constrained decoding)"),
+    constrain: bool = typer.Option(False, "--constrain", metavar="", help="send the solver language's grammar with each formulate and refine request (grammar-constrained decoding)"),
     constrain_format: str = typer.Option("gbnf", "--constrain-format", help="how the grammar is sent: gbnf ('grammar' field, llama.cpp) or vllm ('guided_grammar' field)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="discard what an earlier run wrote in OUT/<dataset>/ and start afresh"),
+    overwrite: bool = typer.Option(False, "--overwrite", metavar="", help="discard what an earlier run wrote in OUT/<dataset>/ and start afresh"),
     max_errors: str = typer.Option("10%", "--max-errors", help="model errors a run tolerates before it stops: a count or a percentage of the problems"),
     prompts: Optional[str] = typer.Option(None, "--prompts", help="folder of prompt templates that replace the shipped ones of the same name, or the bare word logic-lm: Logic-LM's own prompts (downloaded once, pinned by sha256; ./logic-lm is a folder)"),
 ) -> RunConfig:
@@ -194,7 +214,9 @@ def validate(task: Optional[Path] = typer.Option(None, "--task", "-t", help="tas
     from .prompts import PromptSet
     from .solvers import get_solver
 
-    config = RunConfig(dataset=dataset, task=task, split=split or "", data_dir=data_dir)
+    # Reads only: its config names no folder it would write, so none is probed.
+    config = RunConfig.model_validate(dict(dataset=dataset, task=task, split=split or "", data_dir=data_dir),
+                                      context={"writes": False})
     spec = config.spec
     get_solver(spec.solver)
     PromptSet(config.prompts).get(spec.prompt)
@@ -229,8 +251,7 @@ def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out
             id: str = typer.Option(..., "--id", help="problem id"),
             dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several"),
             task: Optional[Path] = typer.Option(None, "--task", "-t", help="the task file of a --task run (to show its question)"),
-            data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)")
-            ) -> None:
+            data_dir: Optional[Path] = DATA_DIR) -> None:
     """Show one problem: question, options, gold, prediction, and how the solver reached its verdict."""
     from .report.explain import explain as gather
 
@@ -241,7 +262,7 @@ def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out
 def view(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
          out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN/report.html)"),
          data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder, for problem texts"),
-         serve: bool = typer.Option(False, "--serve", help="also serve the page on 127.0.0.1 until Ctrl-C"),
+         serve: bool = typer.Option(False, "--serve", metavar="", help="also serve the page on 127.0.0.1 until Ctrl-C"),
          port: int = typer.Option(0, "--port", help="port for --serve (0: a free one)")) -> None:
     """Write one self-contained HTML page: metrics, charts, a filterable problem table and drill-downs."""
     from .report.viewer import page_server, url, write_html
@@ -274,19 +295,17 @@ def failures(run_dir: Path = typer.Argument(..., help="a run directory (the --ou
         table.add_column(column, no_wrap=True, overflow="ellipsis")
     for row in rows:
         table.add_row(row["id"], row["dataset"], row["category"], row["message"])
-    # One line per problem; piped output (grep, a file) gets the whole message rather than 80 columns.
-    out = Console()
-    Console(width=None if out.is_terminal else 250).print(table, markup=False, highlight=False)
+    stdout.print(table, markup=False, highlight=False)  # one line per problem
 
 
 @app.command()
 def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="where tables, chart and runs go"),
-              data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)"),
+              data_dir: Optional[Path] = DATA_DIR,
               workers: int = typer.Option(2, "--workers", "-w", help="solver worker processes"),
               limit: Optional[int] = typer.Option(None, "--limit", "-n", help="only the first N problems per file"),
               model: Optional[str] = typer.Option(None, "--model", "-m", help="also run the Standard and CoT baselines"),
-              base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint for --model"),
-              max_concurrency: int = typer.Option(8, "--max-concurrency", help="model requests in flight at once")) -> None:
+              base_url: Optional[str] = BASE_URL,
+              max_concurrency: int = MAX_CONCURRENCY) -> None:
     """Replay every released Logic-LM program file; write table3/table2 (.md, .csv, .json) and accuracy.png."""
     from .report.reproduce import reproduce as reproduce_all
 
@@ -307,31 +326,31 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
 
 @app.command("optimize")
 def optimize(
-    dataset: str = typer.Option("", "--dataset", "-d", show_default=False, help="built-in dataset (or --task)"),
-    task: Optional[Path] = typer.Option(None, "--task", "-t", help="task file (YAML or JSON) describing your own dataset"),
-    data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)"),
+    dataset: str = DATASET,
+    task: Optional[Path] = TASK,
+    data_dir: Optional[Path] = DATA_DIR,
     model: str = typer.Option(..., "--model", "-m", help="model the pipeline runs with (OpenAI-compatible)"),
     optimizer_model: Optional[str] = typer.Option(None, "--optimizer-model", help="model that judges, writes gradients and rewrites prompts (default: --model)"),
-    base_url: Optional[str] = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="OpenAI-compatible endpoint"),
+    base_url: Optional[str] = BASE_URL,
     train_split: str = typer.Option("train", "--train-split", help="split the minibatches come from (train on a dataset without one, or the --val-split itself: that split is cut in two)"),
     val_split: str = typer.Option("dev", "--val-split", help="held-out split that decides whether a candidate is kept"),
     steps: int = typer.Option(5, "--steps", help="optimisation steps"),
     batch_size: int = typer.Option(4, "--batch-size", help="training problems per step"),
     max_calls: Optional[int] = typer.Option(None, "--max-calls", help="stop once this many model requests were sent (cached replies are free)"),
     max_cost: Optional[float] = typer.Option(None, "--max-cost", help="stop once this much was spent (needs the prices)"),
-    price_prompt: Optional[float] = typer.Option(None, "--price-prompt", help="price per million prompt tokens"),
-    price_completion: Optional[float] = typer.Option(None, "--price-completion", help="price per million completion tokens"),
+    price_prompt: Optional[float] = PRICE_PROMPT,
+    price_completion: Optional[float] = PRICE_COMPLETION,
     out: Path = typer.Option(Path("results/optimize"), "--out", "-o", help="folder of the optimisation state, prompt sets and report"),
-    unsupervised: bool = typer.Option(False, "--unsupervised", help="use no gold answers: the judge sees none and validation counts executed programs"),
+    unsupervised: bool = typer.Option(False, "--unsupervised", metavar="", help="use no gold answers: the judge sees none and validation counts executed programs"),
     z: float = typer.Option(2.0, "--z", help="a candidate is kept when its paired gain exceeds z standard errors"),
     seed: int = typer.Option(0, "--seed", help="seed for the minibatches"),
-    workers: int = typer.Option(1, "--workers", "-w", help="solver worker processes"),
+    workers: int = WORKERS,
     limit_val: Optional[int] = typer.Option(None, "--limit-val", help="at most this many validation problems"),
     prompts: Optional[str] = typer.Option(None, "--prompts", help="start from this folder of prompt templates (not Logic-LM's prompts: they have no parts to rewrite)"),
-    structure: bool = typer.Option(False, "--structure", help="also optimise the structure: samples, refinement rounds, backup"),
-    max_concurrency: int = typer.Option(8, "--max-concurrency", help="model requests in flight at once"),
-    llm_timeout: float = typer.Option(120.0, "--llm-timeout", help="seconds per model request"),
-    max_retries: int = typer.Option(5, "--max-retries", help="retries per model request"),
+    structure: bool = typer.Option(False, "--structure", metavar="", help="also optimise the structure: samples, refinement rounds, backup"),
+    max_concurrency: int = MAX_CONCURRENCY,
+    llm_timeout: float = LLM_TIMEOUT,
+    max_retries: int = MAX_RETRIES,
     llm_cache: Optional[Path] = typer.Option(None, "--llm-cache", help="SQLite cache of model replies (default OUT/llm-cache.sqlite)"),
 ) -> None:
     """Optimise a dataset's prompts: losses, gradients and rewrites on training minibatches, each candidate
@@ -389,7 +408,7 @@ def _render_optimize(result) -> None:
                       describe(candidate.paired) if candidate and candidate.paired else "-",
                       f"{step.calls} ({step.cached_calls})", str(step.prompt_tokens + step.completion_tokens),
                       f"{step.cost:.4f}" if step.cost is not None else "-")
-    Console(width=None if stdout.is_terminal else 200).print(table)
+    stdout.print(table)
     stdout.print(f"best: {result.best_dir} (validation {result.best_score:.3f}, start {result.start_score:.3f}); "
                  f"use it with: logicpipe run --prompts {result.best_dir} ...", markup=False, highlight=False,
                  soft_wrap=True)
@@ -400,9 +419,8 @@ def list_() -> None:
     """Datasets and solvers this version knows (needs no LLM)."""
     from .data import all_datasets
 
-    out = Console()
     for spec in all_datasets():
-        out.print(f"{spec.key:<18} {spec.name:<18} solver={spec.solver:<4} splits={','.join(spec.splits)}")
+        stdout.print(f"{spec.key:<18} {spec.name:<18} solver={spec.solver:<4} splits={','.join(spec.splits)}")
 
 
 def _fail(message: object) -> None:
@@ -426,9 +444,9 @@ def main(argv: list[str] | None = None) -> None:
     except typer.Abort:
         _fail(_INTERRUPTED)
         sys.exit(130)
-    except ClickUsageError as exc:
+    except TyperException as exc:  # a bad command line (typer's click usage errors derive from it)
         _fail(exc.format_message())
-        sys.exit(2)
+        sys.exit(exc.exit_code)
     except PrerequisiteError as exc:
         _fail(exc)
         sys.exit(3)

@@ -242,6 +242,19 @@ def load_programs(path: Path) -> dict[str, str]:
     return dict(_programs(path, path.stat().st_mtime_ns, path.stat().st_size))
 
 
+def _kind(value: Any) -> str:
+    """What a JSON value is, in words."""
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, dict):
+        return "an object"
+    return "a list" if isinstance(value, list) else "null"
+
+
 @lru_cache(maxsize=16)
 def _programs(path: Path, mtime_ns: int, size: int) -> dict[str, str]:
     raw = parse_json(read_text(path), str(path))
@@ -251,7 +264,14 @@ def _programs(path: Path, mtime_ns: int, size: int) -> dict[str, str]:
     for index, item in enumerate(raw):
         if not isinstance(item, dict) or "id" not in item:
             raise DataError(f"{path}: record {index} has no 'id'")
-        texts = item.get("raw_logic_programs") or []
-        if isinstance(texts, list) and texts and isinstance(texts[0], str) and texts[0].strip():
+        texts = item.get("raw_logic_programs")
+        if texts is None:
+            continue  # no program for this problem (a no_program record)
+        if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
+            given = "a list holding " + _kind(next(t for t in texts if not isinstance(t, str))) \
+                if isinstance(texts, list) else _kind(texts)
+            raise DataError(f"{path}: record {index} ({item['id']!r}): raw_logic_programs is {given}; it must be "
+                            'a list of program texts, e.g. "raw_logic_programs": ["Predicates: ..."]')
+        if texts and texts[0].strip():
             programs[str(item["id"])] = texts[0]
     return programs

@@ -22,7 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError
 
 from ..core.errors import LLMError, UsageError
-from ..core.jsonl import LONE_SURROGATE
+from ..core.jsonl import LONE_SURROGATE, MAX_RECORD_BYTES
 from .cache import Cache, CachedReply
 
 # Worth another try: the server may be busy, restarting or briefly out of capacity.
@@ -32,8 +32,29 @@ _FATAL_STATUS = {401, 403, 404}
 _STANDARD_FIELDS = {"model", "messages", "temperature", "max_tokens", "stop"}
 
 
+def text_bound(copies: int) -> int:
+    """The largest reply text (as JSON) of which a record can hold `copies` beside its other fields."""
+    return MAX_RECORD_BYTES // (copies + 2)
+
+
+# A formulate record carries a reply twice (the program and the first sample); more samples, more copies.
+MAX_TEXT_BYTES = text_bound(2)
+
+
 class MalformedReply(Exception):
     """A 200 reply that is not a usable chat completion (bad JSON, wrong types, too big)."""
+
+
+class CutReply(Exception):
+    """The connection failed while the body was read (a reset, a peer that hung up): the openai client
+    does not wrap these, since the body is read after it has returned the response."""
+
+
+class OversizedReply(Exception):
+    """A complete, valid reply whose text is too large for the record that would hold it."""
+
+    def __init__(self, size: int):
+        super().__init__(f"{size} bytes")
 
 
 class LLMSettings(BaseModel):
@@ -44,6 +65,7 @@ class LLMSettings(BaseModel):
     max_retries: int = Field(default=5, ge=0, le=50)
     timeout: float = Field(default=120.0, gt=0)  # seconds for a whole request: connect, headers and body
     max_reply_bytes: int = Field(default=8 * 1024 * 1024, ge=1024)
+    max_text_bytes: int = Field(default=MAX_TEXT_BYTES, ge=1024)  # of a reply's text, as JSON
     backoff_base: float = Field(default=0.5, ge=0)
     backoff_cap: float = Field(default=30.0, ge=0)
     cache_path: Path | None = None
@@ -246,18 +268,29 @@ class LLMClient:
             except asyncio.TimeoutError as exc:
                 failure = TimeoutError(f"no complete reply within {self.settings.timeout:g} s")
                 failure.__cause__ = exc
-            except (openai.APITimeoutError, openai.APIConnectionError, MalformedReply) as exc:
+            except (openai.APITimeoutError, openai.APIConnectionError, CutReply, MalformedReply) as exc:
                 failure = exc
             if attempt >= self.settings.max_retries:
                 raise LLMError(f"gave up after {attempt + 1} attempts: {type(failure).__name__}: "
                                f"{_short(failure)}", transient=True) from failure
             await asyncio.sleep(self._delay(attempt, retry_after))
             attempt += 1
+        self._check_size(reply)
         self._cache.put(key, reply, model=self.settings.model, time=time.time())
         self.totals.calls += 1
         self.totals.prompt_tokens += reply.prompt_tokens
         self.totals.completion_tokens += reply.completion_tokens
         return Completion(reply.text, reply.prompt_tokens, reply.completion_tokens, cached=False)
+
+    def _check_size(self, reply: CachedReply) -> None:
+        """A reply whose text no record could hold is never cached: the record says so and a re-run asks
+        again. Not retried: the same request would most likely get the same reply."""
+        size = len(json.dumps(reply.text, ensure_ascii=False).encode("utf-8"))
+        if size > self.settings.max_text_bytes:
+            self.totals.calls += 1
+            raise LLMError(f"the reply's text is {size} bytes, over the {self.settings.max_text_bytes} bytes "
+                           "a record can hold; not cached, a re-run asks again (lower --max-tokens)",
+                           transient=True) from OversizedReply(size)
 
     async def _fetch(self, client: Any, request: Request) -> CachedReply:
         """One attempt: the whole body, read up to the size cap, then validated."""
@@ -273,7 +306,14 @@ class LLMClient:
                 raise MalformedReply(over)
             chunks: list[bytes] = []
             size = 0
-            async for chunk in response.iter_bytes():
+            body = response.iter_bytes()
+            while True:
+                try:
+                    chunk = await body.__anext__()
+                except StopAsyncIteration:
+                    break
+                except Exception as exc:  # noqa: BLE001 - the transport's error classes differ between versions
+                    raise CutReply(f"the connection failed mid-reply ({type(exc).__name__}: {_short(exc)})") from exc
                 size += len(chunk)
                 if size > cap:
                     raise MalformedReply(over)

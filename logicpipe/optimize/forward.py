@@ -10,6 +10,7 @@ from ..core.records import Problem, text_sha
 from ..core.trajectory import Trajectory
 from ..run.folder import ModelErrors
 from ..stages import PIPELINE, RunConfig, run_stages
+from ..stages.config import TaskOptions
 from ..stages.context import Gate
 from .calls import model_stop
 from .config import OptimizeConfig
@@ -37,11 +38,10 @@ def forward(config: OptimizeConfig, prompts_dir: Path, params_hash: str, structu
     """Run the pipeline on `ids` of `split` with the prompts in `prompts_dir`. Each (prompt set,
     structure, problem set) has its own run folder, so a repeated forward pass reads its records back
     and sends nothing."""
-    base = RunConfig(dataset=config.dataset, task=config.task, split=split, ids=ids, data_dir=config.data_dir,
-                     out=run_dir(config, params_hash, structure, tag), model=config.model,
-                     base_url=config.base_url, prompts=prompts_dir, workers=config.workers, seed=config.seed,
-                     max_concurrency=config.max_concurrency, llm_timeout=config.llm_timeout,
-                     max_retries=config.max_retries, llm_cache=config.cache_path)
+    # The options a run shares with an optimisation (TaskOptions) are the optimisation's, but where it writes.
+    shared = config.model_dump(include=set(TaskOptions.model_fields))
+    base = RunConfig(**{**shared, "split": split, "ids": ids, "out": run_dir(config, params_hash, structure, tag),
+                        "prompts": prompts_dir, "llm_cache": config.cache_path})
     try:
         report = run_stages(structure.apply(base), list(PIPELINE), gate=gate)
     except ModelErrors as exc:  # its message names `run`'s --max-errors

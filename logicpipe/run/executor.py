@@ -6,6 +6,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from ..core.errors import LogicPipeError
 from .pool import Fetch, Outcome, SolverCall
 
 
@@ -30,3 +31,17 @@ class Executor(Protocol):
     def __enter__(self) -> Executor: ...
 
     def __exit__(self, *exc: object) -> None: ...
+
+
+def check_solver(solver: str) -> str | None:
+    """Where calls run (a Ray node, a new worker of the local pool): why the solver cannot run there,
+    or None when it can."""
+    from ..solvers import get_solver
+
+    try:
+        get_solver(solver).check()
+    except LogicPipeError as exc:
+        return str(exc)
+    except Exception as exc:  # noqa: BLE001 - a missing package shows as ImportError; report it, do not crash
+        return f"{type(exc).__name__}: {exc}"
+    return None

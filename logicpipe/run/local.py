@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
+from functools import partial
 
 from ..solvers import get_solver
-from .executor import Finished
+from .executor import Finished, check_solver
 from .pool import Fetch, SolverCall, WorkerPool, fixed
 
 
@@ -14,7 +15,10 @@ class LocalExecutor:
         self.pool = WorkerPool(target, workers, memory_mb, preload)
 
     def check(self, solver: str) -> None:
+        """Here, then in each worker under its limits before it takes a call (a memory bound too small to
+        load the solver shows there): the pool stops, naming why, when workers cannot start."""
         get_solver(solver).check()
+        self.pool.setup = partial(check_solver, solver)
 
     def map(self, tasks: Iterable[SolverCall]) -> Iterator[Finished]:
         return self.stream(fixed(tasks))

@@ -6,6 +6,11 @@ possibly threaded parent) that has the target's module preloaded. Each worker ho
 ahead so it never waits for the parent between tasks; a task's clock starts when the worker reports
 starting it. Workers die with the parent (a lifeline pipe and the parent-death signal) and hold
 themselves to a CPU-time limit per task, so none outlives a killed run.
+
+The fork server imports from the parent's sys.path, never from the working directory, so workers run
+the parent's package. A worker that cannot start (its target does not import, its setup check fails)
+is no failure of the calls it held: they go to another worker, and when several in a row cannot start,
+the pool stops with one PrerequisiteError that says why.
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ import ctypes
 import importlib
 import math
 import multiprocessing
+import multiprocessing.forkserver
 import os
 import pickle
 import resource
 import signal
+import sys
 import threading
 import time
 from collections import deque
@@ -25,6 +32,8 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
 from typing import Any, Literal
+
+from ..core.errors import PrerequisiteError
 
 Status = Literal["ok", "error", "timeout", "crashed"]
 
@@ -38,6 +47,12 @@ _CPU_SLACK = 5.0
 _PR_SET_PDEATHSIG = 1
 # How often a streaming pool looks for newly arrived tasks while its workers are busy.
 _POLL = 0.02
+# Workers that fail to start, one after another with none starting between, before the pool gives up.
+_START_TRIES = 3
+# Seconds a new worker has to import its target and pass its setup check; the calls it holds are not
+# charged for that time (their clocks start when it is ready).
+_START_SECONDS = 120.0
+_SERVER_LOCK = threading.Lock()
 
 
 @dataclass
@@ -48,6 +63,8 @@ class SolverCall:
 
 
 Fetch = Callable[[float | None], "list[SolverCall] | None"]
+# Run once in each new worker, under its limits, before it takes a call: why it cannot run calls, or None.
+Setup = Callable[[], "str | None"]
 
 
 def fixed(tasks: Iterable[SolverCall]) -> Fetch:
@@ -74,6 +91,16 @@ class Outcome:
 
 
 # What crosses the pipes.
+@dataclass
+class Ready:
+    """The worker imported its target and passed its setup check."""
+
+
+@dataclass
+class Broken:
+    reason: str  # why the worker cannot run calls
+
+
 @dataclass
 class Job:
     key: str
@@ -130,7 +157,7 @@ def _limit_cpu(seconds: float) -> None:
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
 
 
-def _worker_main(conn: Connection, lifeline: Connection, target: str, memory_mb: int) -> None:
+def _worker_main(conn: Connection, lifeline: Connection, target: str, memory_mb: int, setup: Setup | None) -> None:
     os.setsid()
     _die_with_parent(lifeline)
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -138,7 +165,15 @@ def _worker_main(conn: Connection, lifeline: Connection, target: str, memory_mb:
     if memory_mb > 0:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    func = _resolve(target)
+    try:
+        func = _resolve(target)
+        reason = setup() if setup is not None else None
+    except BaseException as exc:  # noqa: BLE001 - the boundary: why this worker cannot start, told to the pool
+        reason = f"{type(exc).__name__}: {exc}"
+    if reason is not None:
+        conn.send(Broken(reason))
+        return
+    conn.send(Ready())
     while True:
         try:
             job: Job | None = pickle.loads(conn.recv_bytes())
@@ -172,22 +207,30 @@ class _Worker:
     conn: Connection
     queue: deque[_Sent]
     clock: float = 0.0  # when the task at the head of the queue started (or became the head)
+    ready: bool = False  # it said Ready: it imported its target and passed the setup check
 
 
 class WorkerPool:
     """`target` is "module:function"; the function takes a payload dict and returns picklable data.
 
-    `preload` names modules the fork server imports once for all workers (default: the target's)."""
+    `preload` names modules the fork server imports once for all workers (default: the target's);
+    `setup` runs in each new worker before it takes a call (a solver's prerequisites, checked there)."""
 
-    def __init__(self, target: str, workers: int = 1, memory_mb: int = 2048, preload: list[str] | None = None):
+    def __init__(self, target: str, workers: int = 1, memory_mb: int = 2048, preload: list[str] | None = None,
+                 setup: Setup | None = None):
         self.target = target
         self.size = max(1, workers)
         self.memory_mb = memory_mb
+        self.setup = setup
         self._ctx = multiprocessing.get_context("forkserver")
         # Takes effect when this process starts its fork server, i.e. for its first pool; the server
         # then lives as long as the process. "__main__" stays first, as in multiprocessing's default:
-        # every worker imports the main module, and that is cheap only if the server has it.
-        self._ctx.set_forkserver_preload(["__main__", *(preload or [target.partition(":")[0]])])
+        # every worker imports the main module, and that is cheap only if the server has it. Before
+        # Python 3.11 the server cannot be kept off the working directory (no PYTHONSAFEPATH), so it
+        # preloads nothing there: each worker then imports from the parent's path, more slowly.
+        modules = ["__main__", *(preload or [target.partition(":")[0]])] if sys.version_info >= (3, 11) else []
+        self._ctx.set_forkserver_preload(modules)
+        self._failed_starts = 0  # workers that could not start since one last did
         self._workers: list[_Worker] = []
         self._lifeline: tuple[Connection, Connection] | None = None  # (workers' end, the pool's end)
 
@@ -200,7 +243,8 @@ class WorkerPool:
             self._lifeline = self._ctx.Pipe(duplex=False)
         parent, child = self._ctx.Pipe()
         process = self._ctx.Process(target=_worker_main, daemon=True,
-                                    args=(child, self._lifeline[0], self.target, self.memory_mb))
+                                    args=(child, self._lifeline[0], self.target, self.memory_mb, self.setup))
+        _start_server()
         process.start()
         child.close()
         return _Worker(process, parent, deque())
@@ -244,7 +288,7 @@ class WorkerPool:
             busy = [w for w in self._workers if w.queue]
             if not busy:  # every send failed (workers died): they are replaced on the next pass
                 continue
-            next_deadline = min(w.clock + w.queue[0].task.timeout for w in busy)
+            next_deadline = min(w.clock + self._allowed(w) for w in busy)
             timeout = max(0.0, next_deadline - time.monotonic())
             if open_:  # look for newly arrived tasks now and then
                 timeout = min(timeout, _POLL)
@@ -277,7 +321,12 @@ class WorkerPool:
             while ready and worker.queue and worker.conn.poll():
                 message = worker.conn.recv()
                 head = worker.queue[0].task
-                if isinstance(message, Started) and message.key == head.key:
+                if isinstance(message, Ready):
+                    worker.ready, worker.clock, self._failed_starts = True, time.monotonic(), 0
+                elif isinstance(message, Broken):
+                    self._not_started(index, pending, message.reason)
+                    return
+                elif isinstance(message, Started) and message.key == head.key:
                     worker.clock = time.monotonic()
                 elif isinstance(message, Finished) and message.key == head.key:
                     worker.queue.popleft()
@@ -287,6 +336,9 @@ class WorkerPool:
                     else:
                         yield Outcome(head.key, "error", message=message.value, seconds=message.seconds)
         except (EOFError, OSError):
+            if not worker.ready:
+                self._not_started(index, pending, None)
+                return
             head = worker.queue.popleft().task
             elapsed = time.monotonic() - worker.clock
             self._replace(index, pending)
@@ -300,10 +352,32 @@ class WorkerPool:
         if worker.queue:
             head = worker.queue[0].task
             elapsed = time.monotonic() - worker.clock
-            if elapsed >= head.timeout:
+            if elapsed >= self._allowed(worker) and not worker.ready:
+                self._not_started(index, pending, f"a solver worker did not start within {_START_SECONDS:g} s")
+            elif elapsed >= head.timeout:
                 worker.queue.popleft()
                 self._replace(index, pending)
                 yield Outcome(head.key, "timeout", message=f"no result within {head.timeout:g} s", seconds=elapsed)
+
+    @staticmethod
+    def _allowed(worker: _Worker) -> float:
+        """Seconds from the worker's clock to its deadline: its head task's bound once it is ready."""
+        return worker.queue[0].task.timeout if worker.ready else _START_SECONDS
+
+    def _not_started(self, index: int, pending: deque[_Sent], reason: str | None) -> None:
+        """The worker at `index` could not start, so the calls it held are not to blame: they go back to
+        `pending` for a fresh worker. When _START_TRIES in a row could not, none will: PrerequisiteError
+        naming the reason (None: the worker died before it could say; the exit code says how)."""
+        worker = self._workers[index]
+        self._kill(worker)
+        if reason is None:
+            reason = (f"{_death(worker.process.exitcode)} before it ran any program; its error is printed "
+                      "above")
+        self._failed_starts += 1
+        if self._failed_starts >= _START_TRIES:
+            raise PrerequisiteError(f"solver workers cannot start: {reason}")
+        pending.extendleft(reversed(worker.queue))
+        self._workers[index] = self._spawn()
 
     def _replace(self, index: int, pending: deque[_Sent]) -> _Worker:
         """Kill the worker at `index` and start a fresh one; the tasks it still held go back to the
@@ -335,6 +409,28 @@ class WorkerPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _start_server() -> None:
+    """Start this process's fork server if it is not running, importing from the parent's sys.path.
+    Python starts it with `-c`, which puts the working directory first on its path: a folder there
+    named like a package (a `logicpipe/` checkout, a `z3/` folder) would replace the parent's package
+    in every worker. PYTHONSAFEPATH keeps the working directory off; PYTHONPATH gives the parent's path.
+    The variables are set only while the server starts (it keeps them; its workers inherit them)."""
+    if sys.version_info < (3, 11):
+        return
+    with _SERVER_LOCK:
+        wanted = {"PYTHONSAFEPATH": "1", "PYTHONPATH": os.pathsep.join(os.path.abspath(p) for p in sys.path)}
+        saved = {key: os.environ.get(key) for key in wanted}
+        os.environ.update(wanted)
+        try:
+            multiprocessing.forkserver.ensure_running()
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
 
 
 def _death(exitcode: int | None) -> str:

@@ -10,8 +10,8 @@ import time
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..core.errors import LogicPipeError, PrerequisiteError
-from .executor import Finished
+from ..core.errors import PrerequisiteError
+from .executor import Finished, check_solver
 from .pool import Fetch, Outcome, SolverCall, WorkerPool, fixed
 
 INSTALL = "pip install 'logicpipe[ray]'"
@@ -42,19 +42,6 @@ def run_call(target: str, memory_mb: int, task: SolverCall) -> tuple[Outcome, st
         pool = _pools[(target, memory_mb)] = WorkerPool(target, 1, memory_mb)
     outcome = next(iter(pool.map([task])))
     return outcome, ray.get_runtime_context().get_node_id()
-
-
-def check_solver(solver: str) -> str | None:
-    """On one node: why the solver cannot run there, or None when it can."""
-    from ..solvers import get_solver
-
-    try:
-        get_solver(solver).check()
-    except LogicPipeError as exc:
-        return str(exc)
-    except Exception as exc:  # noqa: BLE001 - a missing package shows as ImportError; report it, do not crash
-        return f"{type(exc).__name__}: {exc}"
-    return None
 
 
 def connect(address: str | None) -> Any:

@@ -28,6 +28,7 @@ _QUOTED = re.compile(r"""^(?:'([^'"$\s][^'"]*)'|"([^'"$\s][^'"]*)")$""")
 _NEGATED = re.compile(r"^\s*(?:!|~|¬|not\s+)\s*(.*)$|^\s*Not\s*\((.*)\)\s*$", re.IGNORECASE)
 # What models write in a query's truth-value slot when they mean "is this so?".
 _PLACEHOLDERS = {"bool", "Bool", "Unknown", "unknown"}
+_TRUTH_WORDS = {"True", "False"}
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,11 @@ def _split_atom(text: str, line: int | None) -> tuple[str, list[str], bool | Non
             args[index] = quoted.group(1) or quoted.group(2)
         elif not _NAME.match(arg):
             raise ProgramParseError(f"bad argument '{arg}' (constants are names, variables are $names)", line, text=text)
+        elif " " in arg and _TRUTH_WORDS & set(arg.split()):
+            # A name of several words may not hold a truth value: `Teacher(Eve True)` misses a comma,
+            # and read as the constant "Eve True" it would run and answer Unknown.
+            raise ProgramParseError(f"'{arg}' is one name holding True or False: is a comma missing before it?",
+                                    line, text=text)
     if not args:
         raise ProgramParseError("an atom needs at least one argument besides its truth value", line, text=text)
     return match.group(1), args, value

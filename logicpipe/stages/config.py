@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import math
 import os
+import tempfile
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
 
+from ..core.errors import DataError
+from ..data import load_programs
 from ..data.registry import DatasetSpec, get_dataset, load_task_file
 from ..run.folder import allowed_errors
 
@@ -18,9 +22,14 @@ Backup = Literal["random", "cot", "none"]
 RefineMode = Literal["error", "semantic"]
 
 
-def writable(path: Path, folder: bool) -> Path:
+# The seeds a record can store: JSON readers take integers of up to 64 bits.
+_SEED_BOUND = 2**63
+
+
+def writable(path: Path, folder: bool, probe: bool = True) -> Path:
     """`path` if it can be made or written as a folder (folder=True) or a file; ValueError when it, or a
-    folder above it, is of the wrong kind (checked before anything is written)."""
+    folder above it, is of the wrong kind, or (probe) nothing can be made where it would go (a read-only
+    disk, /proc): checked before anything is written."""
     for where in (path, *path.parents):
         if where.is_symlink() and not where.exists():  # mkdir and open would fail on it midway
             raise ValueError(f"{where} is a link to {os.readlink(where)}, which does not exist")
@@ -31,76 +40,157 @@ def writable(path: Path, folder: bool) -> Path:
             raise ValueError(f"{path} is a file, not a folder")
         if not folder and path.is_dir():
             raise ValueError(f"{path} is a folder, not a file")
-        return path
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise ValueError(f"{parent} is a file, so {path} cannot be made under it")
-            break
+    else:
+        for parent in path.parents:
+            if parent.exists():
+                if not parent.is_dir():
+                    raise ValueError(f"{parent} is a file, so {path} cannot be made under it")
+                break
+    if probe:
+        _probe(path if folder and path.is_dir() else next(p for p in path.parents if p.exists()), path)
     return path
 
 
-class OutputPaths(BaseModel):
-    """The checks on where a command writes (its OUT folder and its --llm-cache file), shared by the
-    run and optimize configs: one line each, before anything is written."""
-
-    @field_validator("out", check_fields=False)
-    @classmethod
-    def _out(cls, value: Path) -> Path:
-        return writable(value, folder=True)
-
-    @field_validator("llm_cache", check_fields=False)
-    @classmethod
-    def _cache(cls, value: Path | None) -> Path | None:
-        return None if value is None else writable(value, folder=False)
+def _probe(folder: Path, path: Path) -> None:
+    """Make and remove an empty folder in `folder`: the one sure test that `path` can be written there
+    (permission bits say nothing of a read-only mount or of /proc, and nothing to root)."""
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".logicpipe-probe-", dir=folder))
+    except OSError as exc:
+        raise ValueError(f"{path} cannot be written: nothing can be made in {folder} ({exc.strerror}); "
+                         "choose a folder you can write to") from None
 
 
-class RunConfig(OutputPaths):
+def _writes(info: ValidationInfo) -> bool:
+    """Whether the command writes where its options say (`validate` reads only: no write probe)."""
+    return bool((info.context or {}).get("writes", True))
+
+
+class ModelOptions(BaseModel):
+    """The options of every command that asks a model and writes a folder (run and its stages, optimize,
+    kb batches), each with its checks, declared once: one line each, before anything is written."""
+
     model_config = ConfigDict(extra="forbid")
+
+    out: Path
+    model: str | None = None
+    base_url: str | None = None
+    max_concurrency: int = Field(default=8, ge=1, le=1024)
+    llm_timeout: float = Field(default=120.0, gt=0, le=86400)
+    max_retries: int = Field(default=5, ge=0, le=50)
+    llm_cache: Path | None = None
+    price_prompt: float | None = Field(default=None, ge=0, le=1e6)
+    price_completion: float | None = Field(default=None, ge=0, le=1e6)
+    prompts: Path | None = None
+
+    @field_validator("out")
+    @classmethod
+    def _out(cls, value: Path, info: ValidationInfo) -> Path:
+        return writable(value, folder=True, probe=_writes(info))
+
+    @field_validator("llm_cache")
+    @classmethod
+    def _cache(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        return None if value is None else writable(value, folder=False, probe=_writes(info))
+
+    @field_validator("base_url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        if not value:
+            return None  # an empty OPENAI_BASE_URL means none
+        try:
+            parts = urlsplit(value)
+            port_ok = parts.port is None or parts.port > 0
+        except ValueError:
+            parts, port_ok = None, False
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+            raise ValueError(f"{value!r} is not an http(s) URL; give one such as http://localhost:8000/v1")
+        return value
+
+    @field_validator("llm_timeout", "price_prompt", "price_completion")
+    @classmethod
+    def _finite(cls, value: float | None) -> float | None:
+        return finite(value)
+
+
+class TaskOptions(ModelOptions):
+    """ModelOptions for commands that run the pipeline on a dataset's problems (run, optimize)."""
 
     dataset: str = ""  # a built-in dataset, or ...
     task: Path | None = None  # ... a task file describing the user's own
+    data_dir: Path | None = None
+    seed: int = 0
+    workers: int = Field(default=1, ge=1, le=256)
+
+    @field_validator("seed")
+    @classmethod
+    def _seed(cls, value: int) -> int:
+        if not -_SEED_BOUND < value < _SEED_BOUND:
+            raise ValueError("give a whole number of at most 18 digits (a record stores no larger)")
+        return value
+
+    def check_source(self) -> DatasetSpec:
+        """The task the options name; ValueError unless exactly one of --dataset and --task is given."""
+        if bool(self.dataset) == (self.task is not None):
+            raise ValueError("name a built-in --dataset or a --task file (one of the two)")
+        return self.spec
+
+    @property
+    def spec(self) -> DatasetSpec:
+        return load_task_file(self.task) if self.task is not None else get_dataset(self.dataset)
+
+
+def finite(value: float | None) -> float | None:
+    if value is not None and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+class RunConfig(TaskOptions):
     split: str = ""  # default: the task's first split (dev for the built-ins)
     out: Path = Path("results/run")
-    data_dir: Path | None = None
     limit: int | None = Field(default=None, ge=1)
     # Only these problems of the split (in the split's order); `logicpipe optimize` runs minibatches with it.
     ids: list[str] | None = None
-    workers: int = Field(default=1, ge=1, le=256)
     programs: Path | None = None
     backup: Backup = "random"
-    seed: int = 0
     timeout: float | None = Field(default=None, gt=0, le=86400)
     memory_mb: int = Field(default=2048, ge=64, le=1 << 20)
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
     overwrite: bool = False
     max_errors: str = "10%"
-    prompts: Path | None = None
-    # Language model (formulate, refine, the cot backup, baselines)
-    model: str | None = None
-    base_url: str | None = None
-    max_concurrency: int = Field(default=8, ge=1, le=1024)
+    # Language model (formulate, refine, the cot backup, baselines); the endpoint's options are ModelOptions'.
     num_samples: int = Field(default=1, ge=1, le=64)
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=2048, ge=16, le=1 << 20)
     max_rounds: int = Field(default=3, ge=0, le=10)
     refine_model: str | None = None
     refine: RefineMode = "error"
-    llm_timeout: float = Field(default=120.0, gt=0, le=86400)
-    max_retries: int = Field(default=5, ge=0, le=50)
-    price_prompt: float | None = Field(default=None, ge=0, le=1e6)
-    price_completion: float | None = Field(default=None, ge=0, le=1e6)
-    llm_cache: Path | None = None
     # Grammar-constrained decoding of formulate and refine requests (logicpipe/llm/constrain.py).
     constrain: bool = False
     constrain_format: Literal["gbnf", "vllm"] = "gbnf"
 
-    @field_validator("timeout", "llm_timeout", "temperature", "price_prompt", "price_completion")
+    @field_validator("timeout", "temperature")
     @classmethod
-    def _finite(cls, value: float | None) -> float | None:
-        if value is not None and not math.isfinite(value):
-            raise ValueError("must be a finite number")
+    def _finite_run(cls, value: float | None) -> float | None:
+        return finite(value)
+
+    @field_validator("programs")
+    @classmethod
+    def _programs(cls, value: Path | None) -> Path | None:
+        """The file is read now (and kept in memory for formulate), so a wrong one stops the run here."""
+        if value is None:
+            return None
+        if value.is_dir():
+            raise ValueError(f"{value} is a folder; give a Logic-LM programs file (a JSON list of records "
+                             "with id and raw_logic_programs), e.g. programs/ProntoQA_dev_gpt-4.json")
+        try:
+            load_programs(value)
+        except DataError as exc:
+            raise ValueError(str(exc)) from None
+        except OSError as exc:
+            raise ValueError(f"{value} cannot be read ({exc.strerror})") from None
         return value
 
     @field_validator("max_errors")
@@ -122,9 +212,7 @@ class RunConfig(OutputPaths):
             raise ValueError("--refine semantic needs --max-rounds of at least 1")
         if self.refine == "semantic" and not (self.model or self.refine_model):
             raise ValueError("--refine semantic needs a model (give --model or --refine-model)")
-        if bool(self.dataset) == (self.task is not None):
-            raise ValueError("name a built-in --dataset or a --task file (one of the two)")
-        spec = self.spec
+        spec = self.check_source()
         self.split = self.split or spec.splits[0]
         if self.prompts is None:
             self.prompts = spec.prompts
@@ -133,10 +221,6 @@ class RunConfig(OutputPaths):
     def error_budget(self, total: int) -> int:
         """How many model errors a run of `total` problems may have before it stops (at least one)."""
         return allowed_errors(self.max_errors, total)
-
-    @property
-    def spec(self) -> DatasetSpec:
-        return load_task_file(self.task) if self.task is not None else get_dataset(self.dataset)
 
     @property
     def stage_dir(self) -> Path:

@@ -4,27 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol
 
 from ..core.errors import LLMError, RunStopped
 from ..core.records import Usage
 from ..llm import Completion, LLMClient, LLMSettings, Request
+from ..llm.client import text_bound
+from .config import ModelOptions
 from .context import Gate, RunContext
 
 Result = Completion | LLMError
 
 
-class LLMOptions(Protocol):
-    """The request options a run (RunConfig) and an optimisation (OptimizeConfig) share."""
-
-    base_url: str | None
-    max_concurrency: int
-    max_retries: int
-    llm_timeout: float
-    llm_cache: Path | None
-
-
-def llm_settings(config: LLMOptions, model: str, cache_path: Path | None = None) -> LLMSettings:
+def llm_settings(config: ModelOptions, model: str, cache_path: Path | None = None) -> LLMSettings:
     return LLMSettings(model=model, base_url=config.base_url, max_concurrency=config.max_concurrency,
                        max_retries=config.max_retries, timeout=config.llm_timeout,
                        cache_path=cache_path or config.llm_cache)
@@ -41,7 +32,10 @@ def send(ctx: RunContext, model: str, requests: list[Request], arrived: Callable
         if isinstance(result, LLMError):
             ctx.budget.check(result)
 
-    send_gated(llm_settings(ctx.config, model), ctx.gate, requests, checked)
+    # A formulate record holds the program and every sample: each reply must fit that many times.
+    settings = llm_settings(ctx.config, model).model_copy(
+        update={"max_text_bytes": text_bound(ctx.config.num_samples + 1)})
+    send_gated(settings, ctx.gate, requests, checked)
 
 
 def send_gated(settings: LLMSettings, gate: Gate | None, requests: list[Request],

@@ -6,6 +6,8 @@ Tests and benchmarks run the real `openai` client against it: no network, no moc
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import threading
 import time
 from collections import defaultdict, deque
@@ -27,9 +29,10 @@ class Fault:
     body: bytes | None = None  # a 200 with exactly these bytes as its body (nested brackets, bad UTF-8)
     usage: dict[str, Any] | None = None  # replaces the reply's usage block (prompt_tokens "10" or 10.5)
     content: str | None = None  # replaces the reply's text (lone surrogates)
-    oversize: int = 0  # pads the reply's text to this many bytes
+    oversize: int = 0  # pads the reply's text to this many bytes (a last line of x's)
     trickle: float = 0.0  # seconds between single bytes of the reply
     endless: bool = False  # a 200 whose body never ends
+    reset: bool = False  # a 200 that sends half its body, then resets the connection (TCP RST)
 
 
 class FakeOpenAI:
@@ -106,6 +109,17 @@ class FakeOpenAI:
                     self.wfile.write(b"and on " * 64)
                     self.wfile.flush()
 
+            def _reset(self, payload: bytes) -> None:
+                # SO_LINGER of zero makes close() send a RST instead of a FIN: the client's read fails
+                # mid-body, as when a proxy or a crashed server drops the connection.
+                self.close_connection = True
+                self._head(200, len(payload))
+                self.wfile.write(payload[:len(payload) // 2])
+                self.wfile.flush()
+                time.sleep(0.05)  # the half body reaches the client before the reset does
+                self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                self.connection.close()
+
             def handle(self) -> None:
                 try:
                     super().handle()
@@ -139,11 +153,13 @@ class FakeOpenAI:
                     return
                 time.sleep(fake.latency)
                 text = fake.reply(body) if fault.content is None else fault.content
-                if fault.oversize:
-                    text += " " * max(0, fault.oversize - len(text))
+                if fault.oversize > len(text):  # a line of filler no program extraction strips
+                    text += "\n" + "x" * (fault.oversize - len(text) - 1)
                 payload = json.dumps(completion(body, text, fault.usage)).encode()
                 if fault.trickle:
                     self._trickle(payload, fault.trickle)
+                elif fault.reset:
+                    self._reset(payload)
                 else:
                     self._send(200, payload)
 

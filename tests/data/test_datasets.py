@@ -63,6 +63,7 @@ def test_a_data_file_that_is_not_json_text_is_one_data_error(content, tmp_path):
     folder = tmp_path / "data" / "FOLIO"
     folder.mkdir(parents=True)
     (folder / "dev.json").write_bytes(content)
+    (tmp_path / "none.json").write_text("[]")  # replay (no model), with no program for any problem
     done = cli("run", "-d", "folio", "--data-dir", str(tmp_path), "--out", str(tmp_path / "out"), "--programs",
                str(tmp_path / "none.json"))
     lines = done.stderr.strip().splitlines()

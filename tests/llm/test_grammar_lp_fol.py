@@ -86,6 +86,9 @@ LP_REJECTED = [
     lp_program("NOT(Red(a)"), lp_program("!"), lp_program("! >>> Red(a)"), lp_program("1Red(a)"),
     lp_program("Red(f(a))"), lp_query("Big($x, True)"), lp_query("Big($x)"), lp_query("Big(Anne, $x, True)"),
     lp_query("Big(Anne) && Red(Anne)"), lp_query("Big(True)"),
+    # a name of several words holding True or False: a missing comma, never a constant "Eve True"
+    lp_program("Teacher(Eve True)"), lp_program("Red(Anne, Eve False, True)"), lp_program("Red(True Anne, True)"),
+    lp_query("Big(Anne True)"),
     "Facts:\nBig(Anne)\n",  # no query
     "Predicates:\nBig($x, bool)\nQuery:\nBig(Anne)\n",  # no fact or rule
     "Facts:::\nBig(Anne)\nQuery:\nBig(Anne)\n",  # no header: its code is `Facts`

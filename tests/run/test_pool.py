@@ -1,6 +1,7 @@
 """The worker pool on real solver programs and on small targets defined here (the workers import
 this module by name)."""
 
+import json
 import os
 import resource
 import signal
@@ -8,9 +9,11 @@ import subprocess
 import sys
 import textwrap
 import time
+from functools import partial
 
 import pytest
 
+from logicpipe.core.errors import PrerequisiteError
 from logicpipe.run.pool import Outcome, SolverCall, WorkerPool
 
 HOG = "Variables:\nx [IN] range(0, 200000000)\nConstraints:\nx > 1\nQuery:\nA) x == 2\n"
@@ -134,3 +137,91 @@ def test_workers_die_with_their_parent(how):
     finally:
         child.kill()
         child.wait()
+
+
+def refuse() -> str:
+    return "the solver's binary is missing on this machine"
+
+
+def test_workers_that_cannot_start_stop_the_pool_with_the_reason_and_no_outcome():
+    tasks = [SolverCall(f"t{i}", {"seconds": 0}, 30) for i in range(6)]
+    with WorkerPool(f"{HERE}:nap", workers=2, setup=refuse) as pool:
+        seen = []
+        with pytest.raises(PrerequisiteError, match="^solver workers cannot start: the solver's binary is missing"):
+            for outcome in pool.map(tasks):
+                seen.append(outcome)
+    assert seen == []  # no call is blamed for a worker that never ran one
+
+
+def test_a_target_that_does_not_import_is_named():
+    with WorkerPool("tests.run.no_such_module:call", workers=1) as pool:
+        with pytest.raises(PrerequisiteError, match="ModuleNotFoundError: No module named 'tests.run.no_such_module'"):
+            list(pool.map([SolverCall("a", {}, 30)]))
+
+
+def test_a_worker_that_dies_before_it_can_say_why_is_told_by_its_exit_code():
+    with WorkerPool("tests.run.dies_on_import:call", workers=1) as pool:
+        with pytest.raises(PrerequisiteError, match=r"exit code 7\) before it ran any program"):
+            list(pool.map([SolverCall("a", {}, 30)]))
+
+
+def test_one_worker_that_fails_to_start_costs_no_call(tmp_path):
+    # The first worker's setup fails once (a marker file remembers); its calls go to the next worker.
+    marker = tmp_path / "failed-once"
+    with WorkerPool(f"{HERE}:nap", workers=1, setup=partial(_fail_once, str(marker))) as pool:
+        outcomes = list(pool.map([SolverCall(f"t{i}", {"seconds": 0}, 30) for i in range(3)]))
+    assert marker.exists()
+    assert sorted(o.key for o in outcomes) == ["t0", "t1", "t2"] and {o.status for o in outcomes} == {"ok"}
+
+
+def _fail_once(marker: str) -> str | None:
+    if os.path.exists(marker):
+        return None
+    open(marker, "w").close()
+    return "a passing fault"
+
+
+def console(*args: str, cwd, data_dir) -> subprocess.CompletedProcess:
+    """The installed `logicpipe` command, as a user runs it from `cwd`."""
+    command = os.path.join(os.path.dirname(sys.executable), "logicpipe")
+    env = {**os.environ, "LOGICPIPE_DATA": str(data_dir)}
+    return subprocess.run([command, *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300)
+
+
+def solved(out, dataset):
+    path = out / dataset / "solve.jsonl"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_a_logicpipe_folder_in_the_working_directory_changes_nothing_in_the_workers(data_dir, tmp_path):
+    # A results folder (no __init__.py) and a stale checkout (one that fails on import) by that name.
+    (tmp_path / "logicpipe").mkdir()
+    (tmp_path / "logicpipe" / "notes.txt").write_text("not a package")
+    (tmp_path / "z3").mkdir()
+    (tmp_path / "z3" / "__init__.py").write_text("raise ImportError('the shadowing z3 folder was imported')\n")
+    programs = data_dir / "programs" / "ProntoQA_dev_gpt-4.json"
+    done = console("run", "-d", "prontoqa", "-n", "4", "-w", "2", "--programs", str(programs), "--max-rounds", "0",
+                   "--out", str(tmp_path / "out"), cwd=tmp_path, data_dir=data_dir)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    records = solved(tmp_path / "out", "prontoqa")
+    assert len(records) == 4 and all(r["error"] is None and r["verdict"] for r in records)
+
+
+def test_workers_that_cannot_start_stop_the_run_and_record_nothing(data_dir, tmp_path):
+    # 64 MB cannot hold Z3: every worker fails the same way before it runs a program.
+    programs = data_dir / "programs" / "AR-LSAT_dev_gpt-4.json"
+    args = ["run", "-d", "ar-lsat", "-n", "3", "-w", "2", "--programs", str(programs), "--max-rounds", "0",
+            "--out", str(tmp_path / "out")]
+    done = console(*args, "--memory-mb", "64", cwd=tmp_path, data_dir=data_dir)
+    assert done.returncode == 3
+    assert done.stderr.splitlines() == [
+        "error: solver workers cannot start: the memory bound of 64 MB is too small to load Z3, which needs "
+        "about 128 MB: raise --memory-mb"]
+    assert solved(tmp_path / "out", "ar-lsat") == []  # nothing permanent for problems never run
+    # The same run with room for Z3 (the memory bound is part of the run's identity: --overwrite).
+    again = console(*args, "--overwrite", cwd=tmp_path, data_dir=data_dir)
+    assert again.returncode == 0, again.stderr
+    records = solved(tmp_path / "out", "ar-lsat")
+    assert len(records) == 3  # these three programs fail on their own faults (parse errors, an undeclared sort)
+    assert all(r["error"] is None or "Z3" not in r["error"]["message"] for r in records)

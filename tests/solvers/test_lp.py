@@ -109,12 +109,24 @@ def test_runaway_saturation_is_a_timeout():
     ("Facts:\nRed(Bob, True)\nQuery:\nAnswer: True\nRed(Bob, True)", "expected an atom"),
     ("Facts:\nRed(Bob, True)\nQuery:\nRed($x, True)", "must not contain variables"),
     ("Facts:\nRed(Bob's, True)\nQuery:\nRed(Bob, True)", "bad argument"),
+    # A missing comma: read as a constant "Eve True", the program would run and answer Unknown.
+    ("Predicates:\nTeacher($x, bool)\nFacts:\nTeacher(Eve True)\nQuery:\nTeacher(Eve, True)",
+     "line 4: 'Eve True' is one name holding True or False: is a comma missing before it? in 'Teacher(Eve True)'"),
+    ("Facts:\nTeacher(Eve, True)\nRules:\nTeacher(Eve True) >>> Kind(Eve, False)\nQuery:\nKind(Eve, False)",
+     "line 4: 'Eve True' is"),
+    ("Facts:\nTeacher(Eve, True)\nQuery:\nTeacher(Eve True)", "line 4: 'Eve True' is one name"),
 ])
 def test_syntax_errors_are_parse_errors(text, reason):
     with pytest.raises(ProgramParseError) as caught:
         get_solver("lp").parse(text)
     assert reason in str(caught.value)
     assert execute_task({"solver": "lp", "program": text}).error.category == "parse"
+
+
+def test_names_of_several_words_without_a_truth_word_are_names():
+    result = run("Facts:\nRough(Bald Eagle, True)\nRules:\nRough($x, True) >>> Big($x, True)",
+                 "Big(Bald Eagle, True)")
+    assert result.verdict == "True" and result.error is None
 
 
 def test_problems_are_isolated_from_each_other():

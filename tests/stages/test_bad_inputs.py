@@ -1,0 +1,81 @@
+"""Bad programs files, paths, endpoints and seeds through the CLI: one `error:` line naming the option
+and the fix, exit 2, before anything is written (and nothing an earlier run wrote is touched)."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.conftest import cli
+
+PROGRAMS = "ProntoQA_dev_gpt-4.json"
+
+
+def programs_file(tmp_path, value):
+    path = tmp_path / "programs.json"
+    path.write_text(json.dumps([{"id": "ProntoQA_1", "raw_logic_programs": value}]))
+    return str(path)
+
+
+CASES = {
+    "a folder as programs": (lambda tmp, real: ["--programs", str(tmp)],
+                             "--programs: {tmp} is a folder; give a Logic-LM programs file"),
+    "a string where the list belongs": (lambda tmp, real: ["--programs", programs_file(tmp, "Predicates: x")],
+                                        "raw_logic_programs is a string; it must be a list of program texts"),
+    "a number where a program belongs": (lambda tmp, real: ["--programs", programs_file(tmp, [42])],
+                                         "raw_logic_programs is a list holding a number; it must be a list"),
+    "an out folder under /proc": (lambda tmp, real: ["--programs", real, "--out", "/proc/self/x"],
+                                  "--out: /proc/self/x cannot be written: nothing can be made in /proc/self"),
+    "a cache under /proc": (lambda tmp, real: ["--programs", real, "--llm-cache", "/proc/self/c.sqlite"],
+                            "--llm-cache: /proc/self/c.sqlite cannot be written"),
+    "a base url that is no URL": (lambda tmp, real: ["--model", "m", "--base-url", "::::"],
+                                  "--base-url: '::::' is not an http(s) URL; give one such as http://localhost"),
+    "a seed no record can hold": (lambda tmp, real: ["--programs", real, "--seed", "1" + "0" * 40],
+                                  "--seed: give a whole number of at most 18 digits"),
+    "a seed that is no integer": (lambda tmp, real: ["--programs", real, "--seed", "1e40"],
+                                  "'--seed': Input should be a valid integer"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_is_one_line_exit_2_before_anything_is_written(case, data_dir, tmp_path):
+    options, expected = CASES[case]
+    out = tmp_path / "out"
+    args = ["run", "-d", "prontoqa", "-n", "2", "--data-dir", str(data_dir), "--out", str(out), "--max-rounds", "0"]
+    done = cli(*args, *options(tmp_path, str(data_dir / "programs" / PROGRAMS)))
+    assert done.returncode == 2, done.stderr
+    (line,) = done.stderr.splitlines()
+    assert line.startswith("error: ") and "internal error" not in line
+    assert expected.format(tmp=tmp_path) in line
+    assert not out.exists()
+
+
+def test_a_bad_programs_file_leaves_an_earlier_run_as_it_was(data_dir, tmp_path):
+    out = tmp_path / "out"
+    args = ["run", "-d", "prontoqa", "-n", "2", "--data-dir", str(data_dir), "--out", str(out), "--max-rounds", "0"]
+    first = cli(*args, "--programs", str(data_dir / "programs" / PROGRAMS))
+    assert first.returncode == 0, first.stderr
+    before = {p.name: p.read_bytes() for p in (out / "prontoqa").iterdir()}
+    bad = cli(*args, "--programs", programs_file(tmp_path, {"text": "Predicates: x"}), "--overwrite")
+    assert bad.returncode == 2 and "raw_logic_programs is an object" in bad.stderr
+    assert {p.name: p.read_bytes() for p in (out / "prontoqa").iterdir()} == before
+
+
+def test_optimize_refuses_a_bad_base_url_before_it_writes(tmp_path):
+    out = tmp_path / "opt"
+    done = cli("optimize", "-d", "prontoqa", "-m", "m", "--base-url", "::::", "--out", str(out))
+    assert done.returncode == 2
+    assert done.stderr.splitlines() == ["error: invalid option --base-url: '::::' is not an http(s) URL; give one "
+                                        "such as http://localhost:8000/v1"]
+    assert not out.exists()
+
+
+def test_validate_reads_only_so_a_folder_it_cannot_write_in_is_fine(data_dir):
+    # Run from /proc/self, where nothing can be made: validate must not probe a run folder it never writes.
+    env = {**os.environ, "LOGICPIPE_DATA": str(data_dir)}
+    done = subprocess.run([sys.executable, "-m", "logicpipe.cli", "validate", "-d", "prontoqa", "--split", "dev"],
+                          cwd="/proc/self", env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("prontoqa dev: 500 problems")
