@@ -228,25 +228,27 @@ def baseline(config: RunConfig, mode: str) -> None:
 def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
             id: str = typer.Option(..., "--id", help="problem id"),
             dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several"),
-            task: Optional[Path] = typer.Option(None, "--task", "-t", help="the task file of a --task run (to show its question)"),
-            data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)")
+            task: Optional[Path] = typer.Option(None, "--task", "-t", help="the task file of a --task run (default: the one run.json names)"),
+            data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else the download cache)"),
+            round_: Optional[int] = typer.Option(None, "--round", help="refinement round to show (default: the round that answered; 0: the first program)")
             ) -> None:
     """Show one problem: question, options, gold, prediction, and how the solver reached its verdict."""
     from .report.explain import explain as gather
 
-    render_explanation(stdout, gather(run_dir, id, dataset, task, data_dir))
+    render_explanation(stdout, gather(run_dir, id, dataset, task, data_dir, round_))
 
 
 @app.command()
 def view(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
          out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN/report.html)"),
          data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder, for problem texts"),
+         task: Optional[Path] = typer.Option(None, "--task", "-t", help="task file of a --task run, for its problem texts (default: the one run.json names)"),
          serve: bool = typer.Option(False, "--serve", help="also serve the page on 127.0.0.1 until Ctrl-C"),
          port: int = typer.Option(0, "--port", help="port for --serve (0: a free one)")) -> None:
     """Write one self-contained HTML page: metrics, charts, a filterable problem table and drill-downs."""
     from .report.viewer import page_server, url, write_html
 
-    page = write_html(run_dir, out, data_dir)
+    page = write_html(run_dir, out, data_dir, task)
     console.print(f"wrote {page}", markup=False, highlight=False)
     if serve:
         server = page_server(page, port)

@@ -21,10 +21,10 @@ from ..core.records import text_sha
 from ..llm.constrain import grammar_hash
 from ..prompts import Prompt
 from .context import RunContext
+from .store import RUN_FILE
 
 SEMANTIC = ("revise", "compare")  # the prompts semantic refinement adds
 
-RUN_FILE = "run.json"
 LOCK_FILE = ".lock"
 
 
@@ -95,6 +95,8 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
                               "logicpipe": __version__, "stages": {}}
     if ctx.task.definition is not None:
         wanted["task"] = ctx.task.definition
+        if ctx.config.task is not None:  # where `view` and `explain` find the task (not part of identity)
+            wanted["task_file"] = str(ctx.config.task.expanduser().resolve())
     if ctx.config.ids is not None:  # a chosen subset (an optimiser's minibatch): only that subset resumes here
         wanted["ids"] = text_sha(*sorted(ctx.config.ids))
     path = stage_dir / RUN_FILE

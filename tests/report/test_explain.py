@@ -1,3 +1,5 @@
+import json
+import shutil
 from pathlib import Path
 
 from logicpipe.core.records import ErrorCategory, SolveRecord, StageError
@@ -31,9 +33,26 @@ def test_explain_of_a_program_that_did_not_execute(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "gold: A   predicted: A (backup answer: the program did not execute)   right" in done.stdout
     assert "parse: line 10: expected an atom such as Pred(arg, True) in 'Query'" in done.stdout
+
+
+
+def test_explain_finds_the_task_file_from_run_json(tmp_path):
+    task = tmp_path / "task"
+    shutil.copytree(FILES, task)
+    done = cli("run", "--task", str(task / "cats.yaml"), "--programs", str(task / "cats_programs.json"),
+               "--out", str(tmp_path / "run"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "run" / "cats" / "run.json").read_text())["task_file"] == str(task / "cats.yaml")
+    found = cli("explain", str(tmp_path / "run"), "--id", "c2")
+    assert found.returncode == 0 and "question: Is the following true? Tom is a dog." in found.stdout, found.stderr
     # Without the task file the verdict is still shown, and the missing question is said plainly.
-    bare = cli("explain", str(tmp_path), "--id", "c4")
-    assert bare.returncode == 0 and "question: not available: unknown dataset 'cats'" in bare.stdout
+    (task / "cats.yaml").rename(task / "renamed.yaml")
+    bare = cli("explain", str(tmp_path / "run"), "--id", "c2")
+    assert bare.returncode == 0 and "gold: B   predicted: B   right" in bare.stdout
+    assert f"question: not available: task file {task / 'cats.yaml'} (named in " in bare.stdout
+    assert "pass --task" in bare.stdout
+    moved = cli("explain", str(tmp_path / "run"), "--id", "c2", "--task", str(task / "renamed.yaml"))
+    assert "question: Is the following true? Tom is a dog." in moved.stdout, moved.stderr
 
 
 def record(verdict, explanation, solver="smt", error=None):
@@ -68,8 +87,6 @@ def test_fol_false_verdict_says_the_negation_was_proved():
 
 
 def test_markup_in_model_text_is_shown_as_text(tmp_path):
-    import json
-
     programs = json.loads((FILES / "cats_programs.json").read_text())
     text = programs[0]["raw_logic_programs"][0].replace("Tom is a cat.", "Tom [/dim] is [bold]a cat[/]")
     (tmp_path / "programs.json").write_text(json.dumps([{**programs[0], "raw_logic_programs": [text]}]))
