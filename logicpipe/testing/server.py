@@ -181,7 +181,7 @@ class ScriptedReplies:
     def from_logic_lm(cls, programs_file: Path, **kwargs) -> ScriptedReplies:
         records = json.loads(programs_file.read_text())
         programs = {r["id"]: [r["raw_logic_programs"][0]] for r in records if r.get("raw_logic_programs")}
-        answers = {r["id"]: r["answer"] for r in records}
+        answers = {r["id"]: r["answer"] for r in records if r.get("answer")}  # a user's file may have none
         return cls(programs, answers=answers, **kwargs)
 
     def __call__(self, body: dict) -> str:
