@@ -16,7 +16,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from typer._click.exceptions import UsageError as ClickUsageError
 
 from . import __version__
-from .core.errors import LogicPipeError, PrerequisiteError, RunStopped
+from .core.errors import DataError, LogicPipeError, PrerequisiteError, RunStopped
 from .kb.cli import kb_app
 from .prompts import prompts_option
 from .report.render import render_explanation, render_summary
@@ -199,14 +199,23 @@ def validate(task: Optional[Path] = typer.Option(None, "--task", "-t", help="tas
     get_solver(spec.solver)
     PromptSet(config.prompts).get(spec.prompt)
     issues: list[str] = []
+    missing: list[str] = []
     for name in [split] if split else spec.splits:
-        problems, found = check_problems(spec, name, data_dir)
+        try:
+            problems, found = check_problems(spec, name, data_dir)
+        except DataError as exc:  # its file is absent or unreadable: the other splits are still checked
+            issues.append(str(exc))
+            missing.append(name)
+            continue
         issues += found
         if not found:
             stdout.print(f"{spec.key} {name}: {len(problems)} problems, answer space {spec.answer_space}, "
                          f"solver {spec.solver}, prompt {spec.prompt}: ok", markup=False, highlight=False)
     for issue in issues:
         _fail(issue)
+    if missing:
+        _fail(f"{spec.key}: {len(missing)} of {len(spec.splits) if not split else 1} splits could not be read: "
+              f"{', '.join(missing)}")
     if issues:
         sys.exit(2)
 

@@ -72,6 +72,8 @@ def read_rows(spec: DatasetSpec, split: str, data_dir: Path | str | None) -> tup
     if src.format == "logic-lm":
         if src.path is not None:
             path = spec.local(src.path) / f"{split}.json"
+            if not path.is_file():
+                raise DataError(f"task {spec.key}: data file {path} not found")
         else:
             path = resolve_file(f"data/{src.folder or spec.title}/{split}.json", data_dir)
         return _json_rows(path, None), str(path)

@@ -143,10 +143,25 @@ def _task_file(path: Path, mtime_ns: int, size: int) -> DatasetSpec:
     try:
         return DatasetSpec.model_validate({**raw, "base": path.resolve().parent})
     except ValidationError as exc:
-        first = exc.errors()[0]
+        errors = exc.errors()
+        # A misspelt key is the likeliest cause of any other error (a required key then seems absent).
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         where = ".".join(map(str, first["loc"])) or "file"
         message = str(first["msg"]).removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = _unknown_key(first["loc"])
         raise DataError(f"{path}: {where}: {message}") from None
+
+
+_NESTED: dict[str, type[BaseModel]] = {"source": DataSource, "fields": Fields}
+
+
+def _unknown_key(loc: tuple) -> str:
+    model = DatasetSpec if len(loc) == 1 else _NESTED.get(str(loc[0]), DatasetSpec)
+    known = [field.alias or name for name, field in model.model_fields.items() if name != "base"]
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    return f"unknown key; {hint}the keys are {', '.join(known)}"
 
 
 @cache

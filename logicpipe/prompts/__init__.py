@@ -5,6 +5,7 @@ formulation and self-correction prompts instead (logiclm.py), and ours where Log
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import re
 from dataclasses import dataclass
@@ -71,6 +72,12 @@ def _check_fields(prompt: Prompt, path: Path) -> Prompt:
 
 
 @cache
+def _shipped_ids() -> list[str]:
+    return sorted(entry.name.removesuffix(".txt") for entry in resources.files(__package__).joinpath("templates").iterdir()
+                  if entry.name.endswith(".txt"))
+
+
+@cache
 def _shipped(prompt_id: str) -> Prompt | None:
     resource = resources.files(__package__).joinpath("templates").joinpath(f"{prompt_id}.txt")
     if not resource.is_file():
@@ -125,8 +132,14 @@ class PromptSet:
                 return _check_fields(_parse(prompt_id, path.read_text(encoding="utf-8"), str(path)), path)
         prompt = _shipped(prompt_id)
         if prompt is None:
+            # A misspelt id in a task file or a folder: bad input, answered with the ids there are.
             where = f"Logic-LM's prompts ({', '.join(logiclm.NAMES)}) or the package" if self.paper else None
-            raise PrerequisiteError(f"no prompt '{prompt_id}' in {where or self.folder or 'the package'}")
+            own = [path.stem for path in self.folder.glob("*.txt")] if self.folder is not None else []
+            known = sorted({*_shipped_ids(), *own, *(logiclm.NAMES if self.paper else ())})
+            close = difflib.get_close_matches(prompt_id, known, n=1)
+            hint = f" (did you mean '{close[0]}'?)" if close else ""
+            raise UsageError(f"no prompt '{prompt_id}' in {where or self.folder or 'the package'}{hint}; "
+                             f"choose from {', '.join(known)}")
         return prompt
 
     def refine(self, formulate_id: str) -> Prompt:
@@ -147,10 +160,9 @@ class PromptSet:
 
     def guide(self, solver: str) -> str:
         """The per-language guide sent with refinement requests (an empty string if there is none)."""
-        try:
-            return self.get(f"guide-{solver}").user.strip()
-        except PrerequisiteError:
-            return ""
+        name = f"guide-{solver}"
+        own = self.folder is not None and (self.folder / f"{name}.txt").is_file()
+        return self.get(name).user.strip() if own or _shipped(name) is not None else ""
 
     def identity(self, *prompt_ids: str) -> dict[str, str]:
         return {prompt_id: self.get(prompt_id).hash for prompt_id in prompt_ids}
