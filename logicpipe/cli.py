@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import threading
 import typing
 from pathlib import Path
 from typing import Optional
@@ -404,6 +405,36 @@ def _render_optimize(result) -> None:
     stdout.print(f"best: {result.best_dir} (validation {result.best_score:.3f}, start {result.start_score:.3f}); "
                  f"use it with: logicpipe run --prompts {result.best_dir} ...", markup=False, highlight=False,
                  soft_wrap=True)
+
+
+@app.command("serve-scripted")
+def serve_scripted(programs: Path = typer.Option(..., "--programs", help="the replies: a programs file as `run --programs` reads (JSON list of {id, raw_logic_programs})"),
+                   repairs: Optional[Path] = typer.Option(None, "--repairs", help="JSON object: text in a broken program -> the program refinement answers with"),
+                   port: int = typer.Option(0, "--port", help="port on 127.0.0.1 (0: a free one)")) -> None:
+    """Serve canned model replies on 127.0.0.1 (an OpenAI-compatible endpoint) to dry-run a task with
+    `logicpipe run --model scripted --base-url URL`: each problem gets its program from the file."""
+
+    from .core.errors import UsageError
+    from .data.loaders import parse_json, read_text
+    from .testing import FakeOpenAI, ScriptedReplies
+
+    fixes = parse_json(read_text(repairs), str(repairs)) if repairs is not None else {}
+    if not isinstance(fixes, dict) or not all(isinstance(v, str) for v in fixes.values()):
+        raise UsageError(f"{repairs}: expected a JSON object of text in a broken program -> repaired program")
+    replies = ScriptedReplies.from_logic_lm(programs, repairs=fixes)
+    try:
+        server = FakeOpenAI(replies, port=port)
+    except OSError as exc:
+        raise UsageError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    with server:
+        console.print(f"serving {len(replies.programs)} programs at {server.url} (Ctrl-C stops); "
+                      f"dry-run with: logicpipe run --model scripted --base-url {server.url} ...",
+                      markup=False, highlight=False)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+    console.print(f"answered {len(server.requests)} requests", markup=False, highlight=False)
 
 
 @app.command("list")
