@@ -11,7 +11,7 @@ from ..core.records import EvaluateRecord, Problem, SolveRecord
 from ..core.trajectory import Trajectory
 from ..data import load_task_file
 from ..stages.store import Recorded, read_recorded, stage_dirs
-from .problems import load_recorded_problems, split_of
+from .problems import HINT, load_recorded_problems, split_of
 
 
 @dataclass
@@ -30,6 +30,8 @@ def explain(run_dir: Path, problem_id: str, dataset: str | None = None, task: Pa
             data_dir: Path | None = None, round_: int | None = None) -> Explained:
     spec = load_task_file(task) if task is not None else None  # a bad --task is an error before anything
     recorded, trajectory = _find(run_dir, problem_id, dataset)
+    if spec is not None and spec.key != recorded.key:
+        raise UsageError(f"--task {task} describes '{spec.key}', but '{problem_id}' is in {recorded.stage_dir}")
     answered = _answered(trajectory)
     shown = answered if round_ is None else round_
     if shown is None or shown not in trajectory.solved:
@@ -42,7 +44,7 @@ def explain(run_dir: Path, problem_id: str, dataset: str | None = None, task: Pa
         problem = load_recorded_problems(recorded, spec, data_dir, []).get(problem_id)
         missing = "" if problem else f"id '{problem_id}' is not in the {recorded.key} {split_of(recorded)} data"
     except LogicPipeError as exc:
-        missing = f"{exc} (pass --task or --data-dir)"  # the verdict is still worth showing
+        missing = f"{exc} ({HINT})"  # the verdict is still worth showing
     return Explained(trajectory.solved[shown], trajectory.evaluated, problem, missing, shown, answered,
                      sorted(trajectory.solved), trajectory.stands(shown))
 

@@ -13,20 +13,22 @@ from ..data.loaders import data_root
 from ..data.registry import source
 from ..stages.store import Recorded
 
+HINT = "pass --task or --data-dir"  # what brings the problems back, said wherever they are missing
+
 
 def task_spec(recorded: Recorded, task: DatasetSpec | None) -> DatasetSpec:
     """The task of a dataset directory; `task` is the one given with --task, used where its name is
-    the directory's. Raises a LogicPipeError saying what to pass when none is found."""
+    the directory's. Raises a LogicPipeError when none is found."""
     if task is not None and task.key == recorded.key:
         return task
     recorded_file = recorded.identity.get("task_file")
     if recorded_file:
         if not Path(recorded_file).is_file():
             raise LogicPipeError(f"task file {recorded_file} (named in {recorded.stage_dir / 'run.json'}) "
-                                 "not found; pass --task")
+                                 "not found")
         return load_task_file(recorded_file)
     if "task" in recorded.identity:  # a task-file run made before run.json named the file
-        raise LogicPipeError(f"{recorded.key} was run from a task file run.json does not name; pass --task")
+        raise LogicPipeError(f"{recorded.key} was run from a task file that its run.json does not name")
     return get_dataset(recorded.identity.get("dataset") or recorded.key)
 
 
@@ -41,7 +43,7 @@ def recorded_problems(recorded: Recorded, task: DatasetSpec | None, data_dir: Pa
     try:
         return load_recorded_problems(recorded, task, data_dir, warnings)
     except LogicPipeError as exc:
-        warnings.append(f"problem texts for {recorded.key} not shown: {exc}")
+        warnings.append(f"problem texts for {recorded.key} not shown: {exc} ({HINT})")
         return {}
 
 
@@ -58,5 +60,5 @@ def load_recorded_problems(recorded: Recorded, task: DatasetSpec | None, data_di
     if spec.source.format == "logic-lm" and spec.source.path is None and data_root(data_dir) is None:
         cached = cache_dir() / "logic-lm" / source().commit / f"data/{spec.name}/{split}.json"
         if not cached.exists():
-            raise LogicPipeError("no Logic-LM data (pass --data-dir or set LOGICPIPE_DATA)")
+            raise LogicPipeError("no Logic-LM data here, and showing a run never downloads")
     return {p.id: p for p in load_problems(spec, split, data_dir)}
