@@ -1,14 +1,13 @@
-"""The stage files of one dataset directory: each read at most once per run, and the trajectories
-rebuilt from them. This is the one reader of a run's folder: the stages, and everything that shows a
-finished run (`explain`, `view`, `failures`), read it through here."""
+"""The trajectories of a run, rebuilt from the stage files of its folder (each read once). This is the
+one reader of a run's records: the stages, and everything that shows a finished run (`explain`, `view`,
+`failures`), read them through here."""
 
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ..core.errors import UsageError
 from ..core.records import (
@@ -17,44 +16,14 @@ from ..core.records import (
     FormulateRecord,
     InterpretRecord,
     Problem,
-    Record,
     SolveRecord,
 )
-from ..core.stagefile import StageFile
 from ..core.trajectory import Trajectory, program_sha
 from ..data import get_dataset
-
-R = TypeVar("R", bound=Record)
-
-
-class Store:
-    """`warnings` makes it a reader that only shows the run: malformed lines are skipped with a
-    warning and unknown fields kept, instead of stopping (a run needs every record it resumes from)."""
-
-    def __init__(self, stage_dir: Path, warnings: list[str] | None = None):
-        self.stage_dir = stage_dir
-        self.warnings = warnings
-        self._files: dict[str, StageFile] = {}
-        self.reads: Counter[str] = Counter()
-
-    def path(self, name: str) -> Path:
-        return self.stage_dir / f"{name}.jsonl"
-
-    def file(self, name: str, model: type[R]) -> StageFile[R]:
-        if name not in self._files:
-            self.reads[name] += self.path(name).exists()
-            self._files[name] = StageFile(self.path(name), model, self.warnings)
-        return self._files[name]
-
-    def exists(self, name: str) -> bool:
-        return self.path(name).exists()
-
-    def close(self) -> None:
-        for stage in self._files.values():
-            stage.close()
+from ..run.folder import RUN_FILE, RunFolder
 
 
-def load_trajectories(store: Store, problems: list[Problem]) -> list[Trajectory]:
+def load_trajectories(store: RunFolder, problems: list[Problem]) -> list[Trajectory]:
     """One trajectory per problem, holding every record that is still valid for it."""
     trajectories = [Trajectory(problem) for problem in problems]
     formulated = store.file("formulate", FormulateRecord).done
@@ -104,7 +73,6 @@ def _take_solve(trajectory: Trajectory, record: SolveRecord | None, source: Form
 
 # Reading a finished (or stopped) run, to show it.
 
-RUN_FILE = "run.json"  # the directory's identity, which stages/identity.py writes
 METRICS_FILE = "metrics.json"
 
 
@@ -125,7 +93,7 @@ class Recorded:
 
 def read_recorded(stage_dir: Path, warnings: list[str]) -> Recorded:
     """The directory as recorded; what cannot be read becomes a warning, never an error."""
-    store = Store(stage_dir, warnings)
+    store = RunFolder(stage_dir, warnings=warnings)  # opened without `with`: it only reads
     try:
         ids = [*store.file("evaluate", EvaluateRecord).done, *store.file("interpret", InterpretRecord).done,
                *store.file("solve", SolveRecord).done, *store.file("formulate", FormulateRecord).done]
