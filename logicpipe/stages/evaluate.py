@@ -44,4 +44,4 @@ def score(record: InterpretRecord, answer: str | None) -> EvaluateRecord:
         id=record.id, gold=answer, predicted=record.predicted, final=record.final,
         executed=record.executed, error=record.error,
         correct_executed=record.executed and record.predicted is not None and record.predicted == answer,
-        correct=record.final is not None and record.final == answer)
+        correct=record.final is not None and record.final == answer, backup=record.backup)
