@@ -37,7 +37,7 @@ Query:
 """
 
 
-@pytest.mark.slow  # 67 s measured (six CLI starts and a clone) on the shared 2-core machine at load 20
+@pytest.mark.slow  # 27 s (load 16) to 67 s (load 20) measured on the shared 2-core machine: six CLI starts and a clone
 def test_a_fresh_clone_runs_and_views_a_users_own_task(tmp_path: Path):
     clone = tmp_path / "logicpipe"
     subprocess.run(["git", "clone", "--quiet", str(ROOT), str(clone)], check=True, timeout=120)

@@ -4,7 +4,6 @@ used; the pinned Logic-LM download is described in source.json."""
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from functools import cache, lru_cache
@@ -13,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..core.errors import DataError, PrerequisiteError, UsageError
+from ..core.errors import DataError, PrerequisiteError, UsageError, did_you_mean
 from ..core.task import AnswerSpace
 
 SOLVERS = ("lp", "fol", "csp", "smt")
@@ -77,7 +76,8 @@ class DatasetSpec(BaseModel):
     @classmethod
     def _solver(cls, value: object) -> object:
         if isinstance(value, str) and value.lower() not in FORMALISMS:
-            raise ValueError(f"unknown formalism '{value}'; choose from {', '.join(SOLVERS)}")
+            raise ValueError(f"unknown formalism '{value}'{did_you_mean(value.lower(), list(FORMALISMS))}; "
+                             f"choose from {', '.join(SOLVERS)}")
         return FORMALISMS[value.lower()] if isinstance(value, str) else value
 
     def model_post_init(self, context: object) -> None:
@@ -159,9 +159,7 @@ _NESTED: dict[str, type[BaseModel]] = {"source": DataSource, "fields": Fields}
 def _unknown_key(loc: tuple) -> str:
     model = DatasetSpec if len(loc) == 1 else _NESTED.get(str(loc[0]), DatasetSpec)
     known = [field.alias or name for name, field in model.model_fields.items() if name != "base"]
-    close = difflib.get_close_matches(str(loc[-1]), known, n=1)
-    hint = f"did you mean '{close[0]}'? " if close else ""
-    return f"unknown key; {hint}the keys are {', '.join(known)}"
+    return f"unknown key{did_you_mean(str(loc[-1]), known)}; the keys are {', '.join(known)}"
 
 
 @cache
@@ -188,6 +186,5 @@ def get_dataset(name: str) -> DatasetSpec:
     for spec in specs.values():
         if wanted in {_normalise(spec.key), _normalise(spec.title), *(_normalise(a) for a in spec.aliases)}:
             return spec
-    close = difflib.get_close_matches(name.lower(), list(specs), n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    raise UsageError(f"unknown dataset '{name}'{hint}; choose from {', '.join(specs)}")
+    raise UsageError(f"unknown dataset '{name}'{did_you_mean(name.lower(), list(specs))}; "
+                     f"choose from {', '.join(specs)}")

@@ -5,7 +5,6 @@ formulation and self-correction prompts instead (logiclm.py), and ours where Log
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import re
 from dataclasses import dataclass
@@ -13,7 +12,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from ..core.errors import PrerequisiteError, UsageError
+from ..core.errors import PrerequisiteError, UsageError, did_you_mean
 from ..core.records import Problem
 from . import logiclm
 
@@ -135,9 +134,8 @@ class PromptSet:
             where = f"Logic-LM's prompts ({', '.join(logiclm.NAMES)}) or the package" if self.paper else None
             own = [path.stem for path in self.folder.glob("*.txt")] if self.folder is not None else []
             known = sorted({*_shipped_ids(), *own, *(logiclm.NAMES if self.paper else ())})
-            close = difflib.get_close_matches(prompt_id, known, n=1)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise UsageError(f"no prompt '{prompt_id}' in {where or self.folder or 'the package'}{hint}; "
+            raise UsageError(f"no prompt '{prompt_id}' in {where or self.folder or 'the package'}"
+                             f"{did_you_mean(prompt_id, known)}; "
                              f"choose from {', '.join(known)}")
         return prompt
 

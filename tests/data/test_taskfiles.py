@@ -204,12 +204,17 @@ def test_a_misspelt_key_is_one_line_with_a_suggestion(tmp_path):
     task.write_text(json.dumps({"name": "mine", "formalsim": "lp", "source": {"format": "jsonl", "path": "x"}}))
     for args in (["validate"], ["run", "--programs", str(FILES / "cats_programs.json"), "--out", str(tmp_path / "out")]):
         line, = _lines(cli(*args, "--task", str(task)))
-        assert line.startswith(f"error: {task}: formalsim: unknown key; did you mean 'formalism'? "
+        assert line.startswith(f"error: {task}: formalsim: unknown key (did you mean 'formalism'?); "
                                "the keys are name, title"), line
     task.write_text(json.dumps({"name": "mine", "formalism": "lp", "source": {"format": "jsonl", "pth": "x"}}))
     line, = _lines(cli("validate", "--task", str(task)))
-    assert line == (f"error: {task}: source.pth: unknown key; did you mean 'path'? "
+    assert line == (f"error: {task}: source.pth: unknown key (did you mean 'path'?); "
                     "the keys are format, path, folder, config, data_files, records")
+    task.write_text(json.dumps({"name": "mine", "formalism": "lpp", "source": {"format": "jsonl", "path": "x"}}))
+    line, = _lines(cli("validate", "--task", str(task)))
+    assert line == f"error: {task}: formalism: unknown formalism 'lpp' (did you mean 'lp'?); choose from lp, fol, csp, smt"
+    line, = _lines(cli("validate", "--task", str(FILES / "cats.yaml"), "--split", "devv"))
+    assert line == "error: dataset cats has no split 'devv' (did you mean 'dev'?); choose from dev"
     assert not (tmp_path / "out").exists()
 
 
