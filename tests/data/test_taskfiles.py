@@ -231,3 +231,16 @@ def test_an_unknown_prompt_exits_2_with_the_prompts_there_are(tmp_path):
                        "--out", str(tmp_path / "out")))
     assert "no prompt 'mine' in the package" in line and "proofwriter" in line
     assert not (tmp_path / "out").exists()
+
+
+def test_a_moved_task_file_resumes_and_run_json_follows_it(tmp_path):
+    shutil.copytree(FILES, tmp_path / "a")
+    out = tmp_path / "out"
+    args = ["--programs", str(FILES / "cats_programs.json"), "--out", str(out)]
+    assert cli("run", "--task", str(tmp_path / "a" / "cats.yaml"), *args).returncode == 0
+    written = {p.name: p.stat().st_mtime_ns for p in (out / "cats").glob("*.jsonl")}
+    (tmp_path / "a").rename(tmp_path / "b")
+    again = cli("run", "--task", str(tmp_path / "b" / "cats.yaml"), *args)
+    assert again.returncode == 0, again.stderr  # the same definition: the path is recorded, not compared
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "cats").glob("*.jsonl")} == written  # resumed as it was
+    assert json.loads((out / "cats" / "run.json").read_text())["task_file"] == str(tmp_path / "b" / "cats.yaml")
