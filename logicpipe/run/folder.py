@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import fcntl
 import json
+import math
 import os
+import re
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -92,6 +94,19 @@ class ErrorBudget:
         if self.spent > self.allowed:
             raise ModelErrors(f"stopped after {self.spent} model errors, over the budget of {self.allowed} "
                               f"(--max-errors); last: {error}; finished records are kept, re-run to resume", error)
+
+
+_BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
+
+
+def allowed_errors(max_errors: str, total: int) -> int:
+    """How many model errors a run of `total` inputs may have before it stops (at least one), from
+    --max-errors: a count (5) or a percentage (10%); ValueError for anything else."""
+    match = _BUDGET.match(max_errors)
+    if match is None:
+        raise ValueError("give a count (5) or a percentage (10%)")
+    number, percent = float(match.group(1)), match.group(2)
+    return max(1, math.floor(number * total / 100 if percent else number))
 
 
 class RunFolder:
