@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import os
 import sys
+import threading
 import typing
 from pathlib import Path
 from typing import Optional
@@ -16,7 +17,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextC
 from typer.exceptions import TyperException
 
 from . import __version__
-from .core.errors import LogicPipeError, PrerequisiteError, RunStopped
+from .core.errors import DataError, LogicPipeError, PrerequisiteError, RunStopped
 from .kb.cli import kb_app
 from .prompts import prompts_option
 from .report.render import render_baseline_summary, render_explanation, render_summary
@@ -221,14 +222,23 @@ def validate(task: Optional[Path] = typer.Option(None, "--task", "-t", help="tas
     get_solver(spec.solver)
     PromptSet(config.prompts).get(spec.prompt)
     issues: list[str] = []
+    missing: list[str] = []
     for name in [split] if split else spec.splits:
-        problems, found = check_problems(spec, name, data_dir)
+        try:
+            problems, found = check_problems(spec, name, data_dir)
+        except DataError as exc:  # its file is absent or unreadable: the other splits are still checked
+            issues.append(str(exc))
+            missing.append(name)
+            continue
         issues += found
         if not found:
             stdout.print(f"{spec.key} {name}: {len(problems)} problems, answer space {spec.answer_space}, "
                          f"solver {spec.solver}, prompt {spec.prompt}: ok", markup=False, highlight=False)
     for issue in issues:
         _fail(issue)
+    if missing:
+        _fail(f"{spec.key}: {len(missing)} of {len(spec.splits) if not split else 1} splits could not be read: "
+              f"{', '.join(missing)}")
     if issues:
         sys.exit(2)
 
@@ -250,24 +260,27 @@ def baseline(config: RunConfig, mode: str) -> None:
 def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
             id: str = typer.Option(..., "--id", help="problem id"),
             dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several"),
-            task: Optional[Path] = typer.Option(None, "--task", "-t", help="the task file of a --task run (to show its question)"),
-            data_dir: Optional[Path] = DATA_DIR) -> None:
+            task: Optional[Path] = typer.Option(None, "--task", "-t", help="the task file of a --task run (default: the one run.json names)"),
+            data_dir: Optional[Path] = DATA_DIR,
+            round_: Optional[int] = typer.Option(None, "--round", help="refinement round to show (default: the round that answered; 0: the first program)")
+            ) -> None:
     """Show one problem: question, options, gold, prediction, and how the solver reached its verdict."""
     from .report.explain import explain as gather
 
-    render_explanation(stdout, gather(run_dir, id, dataset, task, data_dir))
+    render_explanation(stdout, gather(run_dir, id, dataset, task, data_dir, round_))
 
 
 @app.command()
 def view(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
          out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN/report.html)"),
          data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder, for problem texts"),
+         task: Optional[Path] = typer.Option(None, "--task", "-t", help="task file of a --task run, for its problem texts (default: the one run.json names)"),
          serve: bool = typer.Option(False, "--serve", metavar="", help="also serve the page on 127.0.0.1 until Ctrl-C"),
          port: int = typer.Option(0, "--port", help="port for --serve (0: a free one)")) -> None:
     """Write one self-contained HTML page: metrics, charts, a filterable problem table and drill-downs."""
     from .report.viewer import page_server, url, write_html
 
-    page = write_html(run_dir, out, data_dir)
+    page = write_html(run_dir, out, data_dir, task)
     console.print(f"wrote {page}", markup=False, highlight=False)
     if serve:
         server = page_server(page, port)
@@ -412,6 +425,36 @@ def _render_optimize(result) -> None:
     stdout.print(f"best: {result.best_dir} (validation {result.best_score:.3f}, start {result.start_score:.3f}); "
                  f"use it with: logicpipe run --prompts {result.best_dir} ...", markup=False, highlight=False,
                  soft_wrap=True)
+
+
+@app.command("serve-scripted")
+def serve_scripted(programs: Path = typer.Option(..., "--programs", help="the replies: a programs file as `run --programs` reads (JSON list of {id, raw_logic_programs})"),
+                   repairs: Optional[Path] = typer.Option(None, "--repairs", help="JSON object: text in a broken program -> the program refinement answers with"),
+                   port: int = typer.Option(0, "--port", help="port on 127.0.0.1 (0: a free one)")) -> None:
+    """Serve canned model replies on 127.0.0.1 (an OpenAI-compatible endpoint) to dry-run a task with
+    `logicpipe run --model scripted --base-url URL`: each problem gets its program from the file."""
+
+    from .core.errors import UsageError
+    from .data.loaders import parse_json, read_text
+    from .testing import FakeOpenAI, ScriptedReplies
+
+    fixes = parse_json(read_text(repairs), str(repairs)) if repairs is not None else {}
+    if not isinstance(fixes, dict) or not all(isinstance(v, str) for v in fixes.values()):
+        raise UsageError(f"{repairs}: expected a JSON object of text in a broken program -> repaired program")
+    replies = ScriptedReplies.from_logic_lm(programs, repairs=fixes)
+    try:
+        server = FakeOpenAI(replies, port=port)
+    except OSError as exc:
+        raise UsageError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    with server:
+        console.print(f"serving {len(replies.programs)} programs at {server.url} (Ctrl-C stops); "
+                      f"dry-run with: logicpipe run --model scripted --base-url {server.url} ...",
+                      markup=False, highlight=False)
+        try:
+            threading.Event().wait()
+        except KeyboardInterrupt:
+            pass
+    console.print(f"answered {len(server.requests)} requests", markup=False, highlight=False)
 
 
 @app.command("list")

@@ -2,6 +2,14 @@
 
 from __future__ import annotations
 
+import difflib
+
+
+def did_you_mean(word: str, choices: list[str]) -> str:
+    """" (did you mean 'x'?)" for the choice closest to a misspelt word, or "" when none is close."""
+    close = difflib.get_close_matches(word, choices, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
 
 class LogicPipeError(Exception):
     """Root of every error logicpipe raises on purpose."""

@@ -6,10 +6,11 @@ import json
 import os
 import re
 from collections.abc import Iterable, Iterator
+from functools import cache
 from pathlib import Path
 from typing import TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 from .errors import DataError
 
@@ -55,9 +56,13 @@ def _safe(value: object) -> object:
     return _safe(str(value))
 
 
-def read_records(path: Path, model: type[M]) -> list[M]:
+def read_records(path: Path, model: type[M], warnings: list[str] | None = None) -> list[M]:
     """Read a stage file. A torn last line (the process was killed mid-write) is ignored;
-    a malformed line anywhere else is an error naming the file and line."""
+    a malformed line anywhere else is an error naming the file and line.
+
+    With `warnings` (a reader that only shows a run, such as the viewer) a malformed line is skipped
+    with a warning instead, and fields this version does not know are kept (`model_extra`): runs
+    written by older and newer versions can be shown alike."""
     if not path.exists():
         return []
     raw = path.read_bytes()
@@ -67,7 +72,13 @@ def read_records(path: Path, model: type[M]) -> list[M]:
     for number, line in enumerate(lines[:-1], start=1):
         if not line.strip():
             continue
-        records.append(_parse_line(path, number, line, model))
+        if warnings is None:
+            records.append(_parse_line(path, number, line, model))
+            continue
+        try:
+            records.append(tolerant(model).model_validate_json(line))
+        except ValidationError:
+            warnings.append(f"{path}:{number}: skipped a malformed line")
     return records
 
 
@@ -78,6 +89,13 @@ def _parse_line(path: Path, number: int, line: bytes, model: type[M]) -> M:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "record"
         raise DataError(f"{path}:{number}: malformed record ({where}: {first['msg']})") from None
+
+
+@cache
+def tolerant(model: type[M]) -> type[M]:
+    """`model` keeping the fields it does not know instead of refusing them."""
+    return type(model.__name__, (model,), {"model_config": ConfigDict(extra="allow"),
+                                            "__module__": model.__module__})
 
 
 def repair_torn_tail(path: Path) -> None:

@@ -15,13 +15,14 @@ class StageFile(Generic[R]):
     """`done` maps each id to its latest record. Records that failed for a transient reason are not
     done: a later run redoes them, and the newer record replaces the older one."""
 
-    def __init__(self, path: Path, model: type[R]):
+    def __init__(self, path: Path, model: type[R], warnings: list[str] | None = None):
         self.path = path
         self.model = model
         self.done: dict[str, R] = {}
         self._lines: list[str] = []  # ids in file order, duplicates included
         self._torn = _torn(path)
-        for record in read_records(path, model):
+        # With `warnings`, a reader that only shows the run: bad lines are skipped with a warning.
+        for record in read_records(path, model, warnings):
             self._lines.append(record.id)
             self.done[record.id] = record
         self._appender: Appender | None = None

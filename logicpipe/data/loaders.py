@@ -12,7 +12,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import DataError, UsageError
+from ..core.errors import DataError, UsageError, did_you_mean
 from ..core.records import Problem
 from ..solvers.base import option_letters
 from .fetch import cached_file
@@ -57,7 +57,8 @@ def check_problems(spec: DatasetSpec, split: str, data_dir: Path | str | None = 
                    ) -> tuple[list[Problem], list[str]]:
     """The problems that map cleanly, and one line per row that does not."""
     if split not in spec.splits:
-        raise UsageError(f"dataset {spec.key} has no split '{split}'; choose from {', '.join(spec.splits)}")
+        raise UsageError(f"dataset {spec.key} has no split '{split}'{did_you_mean(split, spec.splits)}; "
+                         f"choose from {', '.join(spec.splits)}")
     rows, where = read_rows(spec, split, data_dir)
     return map_rows(spec, rows, where)
 
@@ -72,6 +73,8 @@ def read_rows(spec: DatasetSpec, split: str, data_dir: Path | str | None) -> tup
     if src.format == "logic-lm":
         if src.path is not None:
             path = spec.local(src.path) / f"{split}.json"
+            if not path.is_file():
+                raise DataError(f"task {spec.key}: data file {path} not found")
         else:
             path = resolve_file(f"data/{src.folder or spec.title}/{split}.json", data_dir)
         return _json_rows(path, None), str(path)

@@ -4,7 +4,6 @@ used; the pinned Logic-LM download is described in source.json."""
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from functools import cache, lru_cache
@@ -13,7 +12,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from ..core.errors import DataError, PrerequisiteError, UsageError
+from ..core.errors import DataError, PrerequisiteError, UsageError, did_you_mean
 from ..core.task import AnswerSpace
 
 SOLVERS = ("lp", "fol", "csp", "smt")
@@ -77,7 +76,8 @@ class DatasetSpec(BaseModel):
     @classmethod
     def _solver(cls, value: object) -> object:
         if isinstance(value, str) and value.lower() not in FORMALISMS:
-            raise ValueError(f"unknown formalism '{value}'; choose from {', '.join(SOLVERS)}")
+            raise ValueError(f"unknown formalism '{value}'{did_you_mean(value.lower(), list(FORMALISMS))}; "
+                             f"choose from {', '.join(SOLVERS)}")
         return FORMALISMS[value.lower()] if isinstance(value, str) else value
 
     def model_post_init(self, context: object) -> None:
@@ -143,10 +143,23 @@ def _task_file(path: Path, mtime_ns: int, size: int) -> DatasetSpec:
     try:
         return DatasetSpec.model_validate({**raw, "base": path.resolve().parent})
     except ValidationError as exc:
-        first = exc.errors()[0]
+        errors = exc.errors()
+        # A misspelt key is the likeliest cause of any other error (a required key then seems absent).
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         where = ".".join(map(str, first["loc"])) or "file"
         message = str(first["msg"]).removeprefix("Value error, ")
+        if first["type"] == "extra_forbidden":
+            message = _unknown_key(first["loc"])
         raise DataError(f"{path}: {where}: {message}") from None
+
+
+_NESTED: dict[str, type[BaseModel]] = {"source": DataSource, "fields": Fields}
+
+
+def _unknown_key(loc: tuple) -> str:
+    model = DatasetSpec if len(loc) == 1 else _NESTED.get(str(loc[0]), DatasetSpec)
+    known = [field.alias or name for name, field in model.model_fields.items() if name != "base"]
+    return f"unknown key{did_you_mean(str(loc[-1]), known)}; the keys are {', '.join(known)}"
 
 
 @cache
@@ -173,6 +186,5 @@ def get_dataset(name: str) -> DatasetSpec:
     for spec in specs.values():
         if wanted in {_normalise(spec.key), _normalise(spec.title), *(_normalise(a) for a in spec.aliases)}:
             return spec
-    close = difflib.get_close_matches(name.lower(), list(specs), n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
-    raise UsageError(f"unknown dataset '{name}'{hint}; choose from {', '.join(specs)}")
+    raise UsageError(f"unknown dataset '{name}'{did_you_mean(name.lower(), list(specs))}; "
+                     f"choose from {', '.join(specs)}")

@@ -12,7 +12,7 @@ from functools import cache
 from importlib import resources
 from pathlib import Path
 
-from ..core.errors import PrerequisiteError, UsageError
+from ..core.errors import PrerequisiteError, UsageError, did_you_mean
 from ..core.records import Problem
 from . import logiclm
 
@@ -70,6 +70,12 @@ def _check_fields(prompt: Prompt, path: Path) -> Prompt:
 
 
 @cache
+def _shipped_ids() -> list[str]:
+    return sorted(entry.name.removesuffix(".txt") for entry in resources.files(__package__).joinpath("templates").iterdir()
+                  if entry.name.endswith(".txt"))
+
+
+@cache
 def _shipped(prompt_id: str) -> Prompt | None:
     resource = resources.files(__package__).joinpath("templates").joinpath(f"{prompt_id}.txt")
     if not resource.is_file():
@@ -124,8 +130,13 @@ class PromptSet:
                 return _check_fields(_parse(prompt_id, path.read_text(encoding="utf-8"), str(path)), path)
         prompt = _shipped(prompt_id)
         if prompt is None:
+            # A misspelt id in a task file or a folder: bad input, answered with the ids there are.
             where = f"Logic-LM's prompts ({', '.join(logiclm.NAMES)}) or the package" if self.paper else None
-            raise PrerequisiteError(f"no prompt '{prompt_id}' in {where or self.folder or 'the package'}")
+            own = [path.stem for path in self.folder.glob("*.txt")] if self.folder is not None else []
+            known = sorted({*_shipped_ids(), *own, *(logiclm.NAMES if self.paper else ())})
+            raise UsageError(f"no prompt '{prompt_id}' in {where or self.folder or 'the package'}"
+                             f"{did_you_mean(prompt_id, known)}; "
+                             f"choose from {', '.join(known)}")
         return prompt
 
     def refine(self, formulate_id: str) -> Prompt:
@@ -146,10 +157,9 @@ class PromptSet:
 
     def guide(self, solver: str) -> str:
         """The per-language guide sent with refinement requests (an empty string if there is none)."""
-        try:
-            return self.get(f"guide-{solver}").user.strip()
-        except PrerequisiteError:
-            return ""
+        name = f"guide-{solver}"
+        own = self.folder is not None and (self.folder / f"{name}.txt").is_file()
+        return self.get(name).user.strip() if own or _shipped(name) is not None else ""
 
     def identity(self, *prompt_ids: str) -> dict[str, str]:
         return {prompt_id: self.get(prompt_id).hash for prompt_id in prompt_ids}

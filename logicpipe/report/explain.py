@@ -1,17 +1,17 @@
-"""Gather what `logicpipe explain` shows for one problem: the problem itself, the solver's record and
-the scored answer."""
+"""Gather what `logicpipe explain` shows for one problem: the problem itself, the solver's record of
+the round that answered (or of the round asked for) and the scored answer."""
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import LogicPipeError, UsageError
 from ..core.records import EvaluateRecord, Problem, SolveRecord
-from ..core.stagefile import StageFile
-from ..data import get_dataset, load_problems, load_task_file
-from ..run.folder import RUN_FILE
+from ..core.trajectory import Trajectory
+from ..data import load_task_file
+from ..stages.store import Recorded, read_recorded, stage_dirs
+from .problems import HINT, load_recorded_problems, split_of
 
 
 @dataclass
@@ -20,39 +20,47 @@ class Explained:
     evaluated: EvaluateRecord | None
     problem: Problem | None
     missing: str = ""  # why the problem could not be shown
-
-
-def find_solve_record(run_dir: Path, problem_id: str, dataset: str | None = None) -> SolveRecord:
-    return _find(run_dir, problem_id, dataset)[1]
-
-
-def _find(run_dir: Path, problem_id: str, dataset: str | None) -> tuple[Path, SolveRecord]:
-    if not run_dir.is_dir():
-        raise UsageError(f"run directory {run_dir} not found")
-    if dataset:
-        candidates = [run_dir / get_dataset(dataset).key / "solve.jsonl"]
-    else:
-        candidates = sorted(run_dir.glob("*/solve.jsonl"))
-    for path in candidates:
-        if path.exists():
-            record = StageFile(path, SolveRecord).done.get(problem_id)
-            if record is not None:
-                return path.parent, record
-    raise UsageError(f"no solve record for id '{problem_id}' under {run_dir}")
+    round: int = 0  # the round shown
+    answered: int | None = None  # the round whose result the answer came from (None: not interpreted yet)
+    rounds: list[int] = field(default_factory=lambda: [0])  # every round the problem was solved in
+    stands: bool = True  # whether the round's program counts (a semantic revision that lost does not)
 
 
 def explain(run_dir: Path, problem_id: str, dataset: str | None = None, task: Path | None = None,
-            data_dir: Path | None = None) -> Explained:
-    stage_dir, record = _find(run_dir, problem_id, dataset)
-    evaluate = stage_dir / "evaluate.jsonl"
-    evaluated = StageFile(evaluate, EvaluateRecord).done.get(problem_id) if evaluate.exists() else None
+            data_dir: Path | None = None, round_: int | None = None) -> Explained:
+    spec = load_task_file(task) if task is not None else None  # a bad --task is an error before anything
+    recorded, trajectory = _find(run_dir, problem_id, dataset)
+    if spec is not None and spec.key != recorded.key:
+        raise UsageError(f"--task {task} describes '{spec.key}', but '{problem_id}' is in {recorded.stage_dir}")
+    answered = _answered(trajectory)
+    shown = answered if round_ is None else round_
+    if shown is None or shown not in trajectory.solved:
+        have = ", ".join(map(str, sorted(trajectory.solved))) or "none"
+        if round_ is None:
+            raise UsageError(f"problem '{problem_id}' has no solve record under {run_dir}: run the solve stage")
+        raise UsageError(f"problem '{problem_id}' has no round {round_}; its rounds: {have}")
     problem, missing = None, ""
     try:
-        identity = json.loads((stage_dir / RUN_FILE).read_text())
-        spec = load_task_file(task) if task is not None else get_dataset(identity["dataset"])
-        problem = next((p for p in load_problems(spec, identity["split"], data_dir) if p.id == problem_id), None)
-        missing = "" if problem else f"id '{problem_id}' is not in the {spec.key} {identity['split']} data"
-    except (LogicPipeError, OSError, KeyError, ValueError) as exc:
-        # The verdict is still worth showing when the data is out of reach.
-        missing = f"{exc} (pass --task or --data-dir)"
-    return Explained(record, evaluated, problem, missing)
+        problem = load_recorded_problems(recorded, spec, data_dir, []).get(problem_id)
+        missing = "" if problem else f"id '{problem_id}' is not in the {recorded.key} {split_of(recorded)} data"
+    except LogicPipeError as exc:
+        missing = f"{exc} ({HINT})"  # the verdict is still worth showing
+    return Explained(trajectory.solved[shown], trajectory.evaluated, problem, missing, shown, answered,
+                     sorted(trajectory.solved), trajectory.stands(shown))
+
+
+def _find(run_dir: Path, problem_id: str, dataset: str | None) -> tuple[Recorded, Trajectory]:
+    for stage_dir in stage_dirs(run_dir, dataset):
+        recorded = read_recorded(stage_dir, [])
+        for trajectory in recorded.trajectories:
+            if trajectory.id == problem_id and trajectory.solved:
+                return recorded, trajectory
+    raise UsageError(f"no solve record for id '{problem_id}' under {run_dir}")
+
+
+def _answered(trajectory: Trajectory) -> int | None:
+    """The round whose solver result the interpreted answer is; before interpret ran, the latest that stands."""
+    if trajectory.interpreted is not None:
+        return trajectory.interpreted.round
+    latest = trajectory.latest_solve()
+    return latest.round if latest is not None else None

@@ -85,6 +85,9 @@ def render_explanation(console: Console, explained: Explained) -> None:
                         f"{'right' if scored.correct else 'wrong'}")
     else:
         _plain(console, "gold and prediction: not evaluated yet (run the evaluate stage)")
+    which = round_line(explained)
+    if which:
+        _plain(console, which)
     for line in verdict_lines(record):
         _plain(console, line)
     explanation = record.explanation or {}
@@ -100,6 +103,24 @@ def render_explanation(console: Console, explained: Explained) -> None:
         _plain(console, explanation["proof"])
     for note in explanation.get("ignored", []):
         _plain(console, f"note: {note}")
+
+
+def round_line(explained: Explained) -> str:
+    """Which refinement round is shown and whether it is the one that answered; nothing for a problem
+    solved once and shown as such."""
+    shown, answered, rounds = explained.round, explained.answered, explained.rounds
+    if rounds == [0] and shown == answered:
+        return ""
+    line = f"round {shown} of rounds {', '.join(map(str, rounds))}: "
+    if answered is None:
+        line += "not interpreted yet"
+    elif shown == answered:
+        line += "the round that answered (--round N shows another)"
+    else:
+        line += f"not the round that answered (round {answered} did)"
+    if not explained.stands:
+        line += "; a revision that did not replace the program it revised"
+    return line
 
 
 def verdict_lines(record: SolveRecord) -> list[str]:

@@ -110,9 +110,13 @@ def allowed_errors(max_errors: str, total: int) -> int:
 
 
 class RunFolder:
-    def __init__(self, path: Path, *, overwrite: bool = False, allowed_errors: int = 0):
+    def __init__(self, path: Path, *, overwrite: bool = False, allowed_errors: int = 0,
+                 warnings: list[str] | None = None):
         self.path = path
         self.overwrite = overwrite
+        # Given, the folder is only shown (view, failures): malformed lines are skipped with a warning and
+        # unknown fields kept, where a run needs every record it resumes from.
+        self.warnings = warnings
         self.budget = ErrorBudget(allowed_errors)
         self.reads: Counter[str] = Counter()  # stage file -> times read (each should be read once)
         self._files: dict[str, StageFile] = {}
@@ -147,14 +151,16 @@ class RunFolder:
         return {}
 
     def settle(self, wanted: dict[str, Any], always: tuple[str, ...] = (),
-               fresh: tuple[str, ...] = ()) -> dict[str, Any]:
+               fresh: tuple[str, ...] = (), notes: tuple[str, ...] = ()) -> dict[str, Any]:
         """Refuse a run whose identity differs from the one recorded, then record it; returns the whole
         identity. Every top-level key recorded must keep its value (those in `always` must also stay
         absent when they were); `wanted["stages"]` (name -> fields) is compared stage by stage and merged with the
         stages recorded before, so a stage run alone keeps the others'. `fresh` names recorded stages
-        that no longer bind (nothing was written under them)."""
+        that no longer bind (nothing was written under them); `notes` names keys recorded as they are
+        now but never compared (where a task file is: moving it changes no record)."""
         recorded = self.recorded()
-        differ = [key for key in recorded if key != "stages" and recorded[key] != wanted.get(key)]
+        differ = [key for key in recorded
+                  if key != "stages" and key not in notes and recorded[key] != wanted.get(key)]
         if recorded:
             differ += [key for key in always if key not in recorded and wanted.get(key) is not None]
         then_stages: dict[str, Any] = recorded.get("stages", {})
@@ -179,7 +185,7 @@ class RunFolder:
         """The stage file `name`, read once however often it is asked for."""
         if name not in self._files:
             self.reads[name] += self.stage_path(name).exists()
-            self._files[name] = StageFile(self.stage_path(name), model)
+            self._files[name] = StageFile(self.stage_path(name), model, self.warnings)
         return self._files[name]
 
     def exists(self, name: str) -> bool:

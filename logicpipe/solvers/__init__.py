@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import difflib
 import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import LogicPipeError, ProgramParseError, UsageError
+from ..core.errors import LogicPipeError, ProgramParseError, UsageError, did_you_mean
 from ..core.jsonl import LONE_SURROGATE
 from ..core.records import ErrorCategory, StageError, stage_error
 from .base import Limits, Solver, SolverResult, map_answer
@@ -25,9 +24,8 @@ _REGISTRY = {
 def get_solver(name: str) -> Solver:
     target = _REGISTRY.get(name)
     if target is None:
-        close = difflib.get_close_matches(name, list(_REGISTRY), n=1)
-        hint = f" (did you mean '{close[0]}'?)" if close else ""
-        raise UsageError(f"unknown solver '{name}'{hint}; choose from {', '.join(_REGISTRY)}")
+        raise UsageError(f"unknown solver '{name}'{did_you_mean(name, list(_REGISTRY))}; "
+                         f"choose from {', '.join(_REGISTRY)}")
     module, _, cls = target.partition(":")
     return getattr(importlib.import_module(module), cls)()
 

@@ -85,6 +85,8 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
                               "logicpipe": __version__, "stages": {}}
     if ctx.task.definition is not None:
         wanted["task"] = ctx.task.definition
+        if ctx.config.task is not None:  # where `view` and `explain` find the task (not part of identity)
+            wanted["task_file"] = str(ctx.config.task.expanduser().resolve())
     if ctx.config.ids is not None:  # a chosen subset (an optimiser's minibatch): only that subset resumes here
         wanted["ids"] = text_sha(*sorted(ctx.config.ids))
     # Refinement solves its repairs with the solve stage's limits, so it answers to those too.
@@ -94,4 +96,4 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
     recorded = folder.recorded().get("stages", {})
     # Nothing was refined yet: a run may now add a refinement model.
     unrefined = recorded.get("refine") == {"model": None} and not any(folder.path.glob("refine-*.jsonl"))
-    return folder.settle(wanted, always=("ids",), fresh=("refine",) if unrefined else ())
+    return folder.settle(wanted, always=("ids",), fresh=("refine",) if unrefined else (), notes=("task_file",))

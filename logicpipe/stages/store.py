@@ -1,10 +1,26 @@
-"""The trajectories of a run, rebuilt from the stage files of its folder (each read once)."""
+"""The trajectories of a run, rebuilt from the stage files of its folder (each read once). This is the
+one reader of a run's records: the stages, and everything that shows a finished run (`explain`, `view`,
+`failures`), read them through here."""
 
 from __future__ import annotations
 
-from ..core.records import DecisionRecord, FormulateRecord, InterpretRecord, Problem, SolveRecord
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..core.errors import UsageError
+from ..core.records import (
+    DecisionRecord,
+    EvaluateRecord,
+    FormulateRecord,
+    InterpretRecord,
+    Problem,
+    SolveRecord,
+)
 from ..core.trajectory import Trajectory, program_sha
-from ..run.folder import RunFolder
+from ..data import get_dataset
+from ..run.folder import RUN_FILE, RunFolder
 
 
 def load_trajectories(store: RunFolder, problems: list[Problem]) -> list[Trajectory]:
@@ -41,11 +57,105 @@ def load_trajectories(store: RunFolder, problems: list[Problem]) -> list[Traject
     interpreted = store.file("interpret", InterpretRecord).done
     for trajectory in trajectories:
         answer, latest = interpreted.get(trajectory.id), trajectory.latest_solve()
-        if answer is not None and latest is not None and (answer.round, answer.program) == (latest.round, latest.program):
+        if answer is None:
+            continue
+        if latest is not None and (answer.round, answer.program) == (latest.round, latest.program):
             trajectory.interpreted = answer
+        elif latest is None and trajectory.formulated is None and answer.program is None:
+            trajectory.interpreted = answer  # a baseline's answer: the model answered with no program
     return trajectories
 
 
 def _take_solve(trajectory: Trajectory, record: SolveRecord | None, source: FormulateRecord, round_: int) -> None:
     if record is not None and record.program == program_sha(source):
         trajectory.solved[round_] = record
+
+
+# Reading a finished (or stopped) run, to show it.
+
+METRICS_FILE = "metrics.json"
+
+
+@dataclass
+class Recorded:
+    """What one dataset directory holds, read once: its identity, metrics and one trajectory per
+    problem that has any record (in the order of the latest stage that has them), scores included."""
+
+    stage_dir: Path
+    identity: dict[str, Any] = field(default_factory=dict)  # run.json; {} when absent
+    metrics: dict[str, Any] = field(default_factory=dict)  # metrics.json; {} before evaluate ran
+    trajectories: list[Trajectory] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        return self.stage_dir.name
+
+
+def read_recorded(stage_dir: Path, warnings: list[str]) -> Recorded:
+    """The directory as recorded; what cannot be read becomes a warning, never an error."""
+    store = RunFolder(stage_dir, warnings=warnings)  # opened without `with`: it only reads
+    try:
+        ids = [*store.file("evaluate", EvaluateRecord).done, *store.file("interpret", InterpretRecord).done,
+               *store.file("solve", SolveRecord).done, *store.file("formulate", FormulateRecord).done]
+        # The texts are the task's, which the reader may not have: a Problem here carries only its id.
+        problems = [Problem(id=i, context="", question="") for i in dict.fromkeys(ids)]
+        trajectories = load_trajectories(store, problems)
+        scored = store.file("evaluate", EvaluateRecord).done
+        for trajectory in trajectories:
+            _take_score(trajectory, scored.get(trajectory.id))
+    finally:
+        store.close()
+    return Recorded(stage_dir, read_json(stage_dir / RUN_FILE, warnings),
+                    read_json(stage_dir / METRICS_FILE, warnings), trajectories)
+
+
+def _take_score(trajectory: Trajectory, record: EvaluateRecord | None) -> None:
+    # A score stands for the answer it scored (evaluate copies these from the interpret record).
+    answer = trajectory.interpreted
+    if record is not None and answer is not None and \
+            (record.predicted, record.final, record.executed) == (answer.predicted, answer.final, answer.executed):
+        trajectory.evaluated = record
+
+
+def read_json(path: Path, warnings: list[str]) -> dict[str, Any]:
+    if not path.exists():
+        return {}
+    try:
+        value = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        warnings.append(f"{path}: not valid JSON ({exc})")
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def stage_dirs(run_dir: Path, dataset: str | None = None) -> list[Path]:
+    """The dataset directories of RUN (or RUN itself when it is one), only `dataset`'s if given."""
+    if not run_dir.is_dir():
+        raise UsageError(f"run directory {run_dir} not found")
+    if (run_dir / "state.json").is_file() and (run_dir / "prompts").is_dir():  # its steps.jsonl is no stage file
+        raise UsageError(f"{run_dir} is a `logicpipe optimize` folder, not a run: its report is "
+                         f"{run_dir / 'report.md'}; view a run made with `logicpipe run --prompts {run_dir / 'best'}`")
+    folders = [d for d in sorted(run_dir.iterdir()) if d.is_dir() and _is_stage_dir(d)]
+    if not folders and _is_stage_dir(run_dir):  # given RUN/<dataset> itself
+        folders = [run_dir]
+    if not folders:
+        raise UsageError(f"{run_dir} holds no run records (no <dataset>/ folder with stage files)")
+    if dataset is None:
+        return folders
+    wanted = _dataset_key(dataset)
+    chosen = [d for d in folders if d.name == wanted]
+    if not chosen:
+        have = ", ".join(d.name for d in folders)
+        raise UsageError(f"no dataset '{dataset}' in {run_dir} (it has: {have})")
+    return chosen
+
+
+def _is_stage_dir(folder: Path) -> bool:
+    return (folder / METRICS_FILE).exists() or any(folder.glob("*.jsonl"))
+
+
+def _dataset_key(name: str) -> str:
+    try:
+        return get_dataset(name).key
+    except UsageError:
+        return name  # a task file's name

@@ -20,6 +20,9 @@ import urllib.request
 from pathlib import Path
 from typing import IO
 
+from ..core.records import ErrorCategory
+from ..stages.store import read_recorded
+
 GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 ALIAS = "smollm2-135m"
 SETUP = "scripts/llm-setup.sh"
@@ -170,11 +173,11 @@ def parse_counts(stage_dir: Path) -> tuple[int, int]:
     Records of a problem that got no program (the model call failed) are left out; every other record
     counts as parsed unless its error is a parse error (a reply cut at max_tokens is one)."""
     parsed = total = 0
-    for path in sorted(stage_dir.glob("solve*.jsonl")):
-        for line in path.read_text().splitlines():
-            error = json.loads(line).get("error") or {}
-            if error.get("category") in ("llm", "no_program"):
+    for trajectory in read_recorded(stage_dir, []).trajectories:
+        for record in trajectory.solved.values():
+            category = record.error.category if record.error is not None else None
+            if category in (ErrorCategory.llm, ErrorCategory.no_program):
                 continue
             total += 1
-            parsed += error.get("category") != "parse"
+            parsed += category != ErrorCategory.parse
     return parsed, total

@@ -17,6 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+from ..data import load_programs
+
 
 @dataclass
 class Fault:
@@ -36,14 +38,14 @@ class Fault:
 
 
 class FakeOpenAI:
-    def __init__(self, reply: Callable[[dict], str], latency: float = 0.0):
+    def __init__(self, reply: Callable[[dict], str], latency: float = 0.0, port: int = 0):
         self.reply = reply
         self.latency = latency
         self.requests: list[dict] = []
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()  # ends endless and trickling replies at shutdown
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -195,9 +197,11 @@ class ScriptedReplies:
 
     @classmethod
     def from_logic_lm(cls, programs_file: Path, **kwargs) -> ScriptedReplies:
-        records = json.loads(programs_file.read_text())
-        programs = {r["id"]: [r["raw_logic_programs"][0]] for r in records if r.get("raw_logic_programs")}
-        answers = {r["id"]: r["answer"] for r in records}
+        """Replies from a programs file (`logicpipe run --programs`'s format: a JSON list of records with
+        id and raw_logic_programs, and the answer the baselines give where a record has one)."""
+        programs = {key: [text] for key, text in load_programs(programs_file).items()}
+        records = json.loads(programs_file.read_text())  # load_programs has checked it is a list of records
+        answers = {str(r["id"]): r["answer"] for r in records if isinstance(r.get("answer"), str)}
         return cls(programs, answers=answers, **kwargs)
 
     def __call__(self, body: dict) -> str:

@@ -1,5 +1,6 @@
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -182,3 +183,64 @@ def test_a_changed_task_file_does_not_resume_the_old_directory(tmp_path):
     line, = _lines(cli(*args))
     assert "was made with other options (task differ)" in line
     assert cli(*args, "--overwrite").returncode == 0
+
+
+def test_validate_checks_every_split_there_is_and_lists_the_missing_ones(tmp_path):
+    shutil.copy(FILES / "cats.jsonl", tmp_path / "dev.jsonl")
+    task = write_task(tmp_path, source={"format": "jsonl", "path": "{split}.jsonl"}, splits=["train", "dev", "test"],
+                      answer_space="truth", fields={"id": "qid", "context": "{premises}", "question": "claim",
+                                                    "options": None, "answer": "label"})
+    done = cli("validate", "--task", str(task))
+    assert done.returncode == 2
+    assert done.stdout.splitlines() == ["mine dev: 4 problems, answer space truth, solver lp, prompt proofwriter: ok"]
+    assert done.stderr.splitlines() == [f"error: task mine: data file {tmp_path / 'train.jsonl'} not found",
+                                        f"error: task mine: data file {tmp_path / 'test.jsonl'} not found",
+                                        "error: mine: 2 of 3 splits could not be read: train, test"]
+
+
+def test_a_misspelt_key_is_one_line_with_a_suggestion(tmp_path):
+    # A misspelt required key is reported as the misspelling, not as the key that then seems absent.
+    task = tmp_path / "task.json"
+    task.write_text(json.dumps({"name": "mine", "formalsim": "lp", "source": {"format": "jsonl", "path": "x"}}))
+    for args in (["validate"], ["run", "--programs", str(FILES / "cats_programs.json"), "--out", str(tmp_path / "out")]):
+        line, = _lines(cli(*args, "--task", str(task)))
+        assert line.startswith(f"error: {task}: formalsim: unknown key (did you mean 'formalism'?); "
+                               "the keys are name, title"), line
+    task.write_text(json.dumps({"name": "mine", "formalism": "lp", "source": {"format": "jsonl", "pth": "x"}}))
+    line, = _lines(cli("validate", "--task", str(task)))
+    assert line == (f"error: {task}: source.pth: unknown key (did you mean 'path'?); "
+                    "the keys are format, path, folder, config, data_files, records")
+    task.write_text(json.dumps({"name": "mine", "formalism": "lpp", "source": {"format": "jsonl", "path": "x"}}))
+    line, = _lines(cli("validate", "--task", str(task)))
+    assert line == f"error: {task}: formalism: unknown formalism 'lpp' (did you mean 'lp'?); choose from lp, fol, csp, smt"
+    line, = _lines(cli("validate", "--task", str(FILES / "cats.yaml"), "--split", "devv"))
+    assert line == "error: dataset cats has no split 'devv' (did you mean 'dev'?); choose from dev"
+    assert not (tmp_path / "out").exists()
+
+
+def test_an_unknown_prompt_exits_2_with_the_prompts_there_are(tmp_path):
+    (tmp_path / "rows.jsonl").write_text((FILES / "cats.jsonl").read_text())
+    task = write_task(tmp_path, source={"format": "jsonl", "path": "rows.jsonl"}, prompt="proofwritter")
+    line, = _lines(cli("validate", "--task", str(task)))
+    assert line.startswith("error: no prompt 'proofwritter' in the package (did you mean 'proofwriter'?); "
+                           "choose from ar-lsat, compare, cot, folio,"), line
+    mine = write_task(tmp_path, source={"format": "jsonl", "path": "rows.jsonl"}, prompt="mine", answer_space="truth",
+                      fields={"id": "qid", "context": "{premises}", "question": "claim", "options": None,
+                              "answer": "label"})
+    line, = _lines(cli("run", "--task", str(mine), "--model", "m", "--base-url", "http://127.0.0.1:9/v1",
+                       "--out", str(tmp_path / "out")))
+    assert "no prompt 'mine' in the package" in line and "proofwriter" in line
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_moved_task_file_resumes_and_run_json_follows_it(tmp_path):
+    shutil.copytree(FILES, tmp_path / "a")
+    out = tmp_path / "out"
+    args = ["--programs", str(FILES / "cats_programs.json"), "--out", str(out)]
+    assert cli("run", "--task", str(tmp_path / "a" / "cats.yaml"), *args).returncode == 0
+    written = {p.name: p.stat().st_mtime_ns for p in (out / "cats").glob("*.jsonl")}
+    (tmp_path / "a").rename(tmp_path / "b")
+    again = cli("run", "--task", str(tmp_path / "b" / "cats.yaml"), *args)
+    assert again.returncode == 0, again.stderr  # the same definition: the path is recorded, not compared
+    assert {p.name: p.stat().st_mtime_ns for p in (out / "cats").glob("*.jsonl")} == written  # resumed as it was
+    assert json.loads((out / "cats" / "run.json").read_text())["task_file"] == str(tmp_path / "b" / "cats.yaml")

@@ -1,8 +1,12 @@
+import json
+import shutil
 from pathlib import Path
 
 from logicpipe.core.records import ErrorCategory, SolveRecord, StageError
 from logicpipe.report.render import verdict_lines
+from logicpipe.testing import FakeOpenAI, ScriptedReplies
 from tests.conftest import cli
+from tests.report.viewer.pages import by_id, payload
 
 FILES = Path(__file__).parent.parent / "data" / "files"
 
@@ -32,9 +36,58 @@ def test_explain_of_a_program_that_did_not_execute(tmp_path):
     assert ("gold: A   predicted: A (backup answer: a random letter, as the program did not execute)   right"
             in done.stdout)
     assert "parse: line 10: expected an atom such as Pred(arg, True) in 'Query'" in done.stdout
+
+
+
+def test_explain_finds_the_task_file_from_run_json(tmp_path):
+    task = tmp_path / "task"
+    shutil.copytree(FILES, task)
+    done = cli("run", "--task", str(task / "cats.yaml"), "--programs", str(task / "cats_programs.json"),
+               "--out", str(tmp_path / "run"))
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "run" / "cats" / "run.json").read_text())["task_file"] == str(task / "cats.yaml")
+    found = cli("explain", str(tmp_path / "run"), "--id", "c2")
+    assert found.returncode == 0 and "question: Is the following true? Tom is a dog." in found.stdout, found.stderr
     # Without the task file the verdict is still shown, and the missing question is said plainly.
-    bare = cli("explain", str(tmp_path), "--id", "c4")
-    assert bare.returncode == 0 and "question: not available: unknown dataset 'cats'" in bare.stdout
+    (task / "cats.yaml").rename(task / "renamed.yaml")
+    bare = cli("explain", str(tmp_path / "run"), "--id", "c2")
+    assert bare.returncode == 0 and "gold: B   predicted: B   right" in bare.stdout
+    assert f"question: not available: task file {task / 'cats.yaml'} (named in " in bare.stdout
+    assert "pass --task" in bare.stdout
+    moved = cli("explain", str(tmp_path / "run"), "--id", "c2", "--task", str(task / "renamed.yaml"))
+    assert "question: Is the following true? Tom is a dog." in moved.stdout, moved.stderr
+    folio = Path(__file__).parents[2] / "logicpipe" / "data" / "tasks" / "folio.yaml"
+    other = cli("explain", str(tmp_path / "run"), "--id", "c2", "--task", str(folio))
+    assert other.returncode == 2 and other.stderr.startswith(f"error: --task {folio} describes 'folio', but 'c2'")
+
+
+def test_explain_shows_the_refined_round_that_answered_and_any_other(tmp_path):
+    # The scripted server writes the released-style programs and repairs c4's broken query in round 1.
+    programs = json.loads((FILES / "cats_programs.json").read_text())
+    repaired = next(p for p in programs if p["id"] == "c1")["raw_logic_programs"][0]
+    replies = ScriptedReplies.from_logic_lm(FILES / "cats_programs.json", repairs={"Animal(Tom True)": repaired})
+    with FakeOpenAI(replies) as fake:
+        done = cli("run", "--task", str(FILES / "cats.yaml"), "--out", str(tmp_path), "--model", "scripted",
+                   "--base-url", fake.url, "--llm-timeout", "5")
+        assert done.returncode == 0, done.stderr
+        assert [r["_logicpipe"]["purpose"] for r in fake.requests].count("refine") == 1
+    answered = cli("explain", str(tmp_path), "--id", "c4")
+    assert answered.returncode == 0, answered.stderr
+    lines = answered.stdout.splitlines()
+    assert "gold: A   predicted: A   right" in lines
+    assert "round 1 of rounds 0, 1: the round that answered (--round N shows another)" in lines
+    assert "verdict: True" in lines and "query Animal(Tom, True) is proved" in lines
+    assert not any(line.startswith("parse:") for line in lines)
+    first = cli("explain", str(tmp_path), "--id", "c4", "--round", "0").stdout.splitlines()
+    assert "round 0 of rounds 0, 1: not the round that answered (round 1 did)" in first
+    assert "verdict: none" in first and "parse: line 10: expected an atom such as Pred(arg, True) in 'Query'" in first
+    # The viewer shows the same round as the one that answered.
+    page = tmp_path / "page.html"
+    assert cli("view", str(tmp_path), "--out", str(page)).returncode == 0
+    shown = by_id(payload(page.read_text())["problems"], "c4")
+    assert shown["refinements"] == 1 and shown["rounds"][1]["verdict"] == "True" and shown["category"] is None
+    missing = cli("explain", str(tmp_path), "--id", "c4", "--round", "2")
+    assert missing.returncode == 2 and missing.stderr.strip() == "error: problem 'c4' has no round 2; its rounds: 0, 1"
 
 
 def record(verdict, explanation, solver="smt", error=None):
@@ -69,8 +122,6 @@ def test_fol_false_verdict_says_the_negation_was_proved():
 
 
 def test_markup_in_model_text_is_shown_as_text(tmp_path):
-    import json
-
     programs = json.loads((FILES / "cats_programs.json").read_text())
     text = programs[0]["raw_logic_programs"][0].replace("Tom is a cat.", "Tom [/dim] is [bold]a cat[/]")
     (tmp_path / "programs.json").write_text(json.dumps([{**programs[0], "raw_logic_programs": [text]}]))

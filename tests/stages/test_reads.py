@@ -14,9 +14,9 @@ def test_each_stage_file_is_read_at_most_once(tmp_path, data_dir, monkeypatch, c
     reads: Counter[str] = Counter()
     real = stagefile.read_records
 
-    def counted(path, model):
+    def counted(path, model, warnings=None):
         reads[path.name] += path.exists()
-        return real(path, model)
+        return real(path, model, warnings)
 
     monkeypatch.setattr(stagefile, "read_records", counted)
     config = RunConfig(dataset="logicaldeduction", data_dir=data_dir, out=tmp_path, limit=30, model="m",

@@ -1,7 +1,6 @@
 """The real-model helpers that need no server: the parse count the real-model tests assert on, and
 the settings as `logicpipe run` options (run through the CLI's own option parsing)."""
 
-import json
 import os
 import signal
 import subprocess
@@ -11,22 +10,40 @@ from pathlib import Path
 
 import pytest
 
+from logicpipe.core.records import FormulateRecord, SolveRecord, StageError
+from logicpipe.core.trajectory import program_sha
 from logicpipe.testing.llamacpp import cli_options, parse_counts
 from tests.conftest import cli
 
 
-def _record(category=None):
-    error = None if category is None else {"category": category, "message": "m", "transient": False}
-    return json.dumps({"id": "p", "error": error, "program": "abc"})
+def _write(path, records):
+    path.write_text("".join(record.model_dump_json() + "\n" for record in records))
+
+
+def _solved(formulated, category=None, round_=0):
+    error = None if category is None else StageError(category=category, message="m")
+    return SolveRecord(id=formulated.id, dataset="d", solver="lp", error=error, round=round_,
+                       program=program_sha(formulated))
 
 
 def test_parse_counts_every_round_and_leaves_out_problems_without_a_program(tmp_path):
-    (tmp_path / "solve.jsonl").write_text("\n".join([_record(), _record("parse"), _record("llm"),
-                                                     _record("no_answer")]) + "\n")
-    (tmp_path / "solve-1.jsonl").write_text("\n".join([_record("execution"), _record("no_program"),
-                                                       _record("parse")]) + "\n")
-    (tmp_path / "formulate.jsonl").write_text(_record("parse") + "\n")  # not a solve file
-    assert parse_counts(tmp_path) == (3, 5)
+    first = {i: FormulateRecord(id=i, dataset="d", program=f"program {i}", source="llm:m") for i in
+             ("ok", "parse", "answer", "again", "twice", "redone")}
+    first["llm"] = FormulateRecord(id="llm", dataset="d", source="llm:m",
+                                   error=StageError(category="llm", message="m"))
+    round0 = {"ok": None, "parse": "parse", "llm": "llm", "answer": "no_answer", "again": "parse", "twice": "parse",
+              "redone": "parse"}
+    repairs = {i: FormulateRecord(id=i, dataset="d", program=f"repair {i}", source="refine:m", round=1,
+                                  parent=program_sha(first[i])) for i in ("parse", "again", "twice", "redone")}
+    round1 = {"parse": "execution", "again": "no_program", "twice": "parse", "redone": "parse"}
+    _write(tmp_path / "formulate.jsonl", first.values())
+    _write(tmp_path / "solve.jsonl", [_solved(first[i], c) for i, c in round0.items()])
+    _write(tmp_path / "refine-1.jsonl", repairs.values())
+    # A redone record replaces the one before it; a record of a program nobody repaired is stale.
+    _write(tmp_path / "solve-1.jsonl", [*(_solved(repairs[i], c, 1) for i, c in round1.items()),
+                                        _solved(repairs["redone"], None, 1), _solved(first["ok"], "parse", 1)])
+    # Round 0: 6 programs, 2 parsed (llm left out); round 1: 3 programs, 2 parsed (no_program left out).
+    assert parse_counts(tmp_path) == (4, 9)
 
 
 @pytest.mark.parametrize("constrain", [False, True])

@@ -8,6 +8,7 @@ _COLOURS = ["#3b6ea8", "#e08a2e", "#4c9a5b", "#b84a4a", "#7d5ba6", "#8c6d46"]
 _ROW = 22
 _LABEL = 130
 _BAR = 260
+_CHAR = 8  # pixels a legend character may take at 12px: DejaVu Sans, a wide font, takes up to 7.3 for these names
 
 
 def bars(title: str, groups: list[tuple[str, list[tuple[str, float]]]], scale: float | None = None,
@@ -29,14 +30,17 @@ def bars(title: str, groups: list[tuple[str, list[tuple[str, float]]]], scale: f
                 f'<text x="{_LABEL + width + 4:.1f}" y="{y + 15}" class="value">{value:g}{unit}</text>')
             y += _ROW
         y += 6
+    width = _LABEL + _BAR + 60
     legend = []
     x = _LABEL
     for name in series:
+        item = 24 + _CHAR * len(name)  # swatch, gap, text, space before the next
+        if x > _LABEL and x + item - 10 > width:  # the legend wraps inside the chart rather than run past it
+            x, y = _LABEL, y + _ROW - 4
         legend.append(f'<rect x="{x}" y="{y + 4}" width="10" height="10" fill="{colour[name]}"/>'
                       f'<text x="{x + 14}" y="{y + 13}" class="legend">{escape(name)}</text>')
-        x += 24 + 7 * len(name)
+        x += item
     height = y + 22
-    width = _LABEL + _BAR + 60
     return (f'<svg class="chart" width="{width}" height="{height}" '
             f'viewBox="0 0 {width} {height}" role="img" aria-label="{escape(title)}">'
             f'<text x="0" y="16" class="title">{escape(title)}</text>{"".join(rows)}{"".join(legend)}</svg>')

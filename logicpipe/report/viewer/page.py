@@ -27,10 +27,11 @@ def render_html(view: RunView) -> str:
     )
 
 
-def write_html(run_dir: Path, out: Path | None = None, data_dir: Path | str | None = None) -> Path:
+def write_html(run_dir: Path, out: Path | None = None, data_dir: Path | str | None = None,
+               task: Path | None = None) -> Path:
     """Write RUN's page (default RUN/report.html) and return its path."""
     target = out or run_dir / "report.html"
-    html = render_html(load_run(run_dir, data_dir))
+    html = render_html(load_run(run_dir, data_dir, task=task))
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(html, encoding="utf-8")
     return target

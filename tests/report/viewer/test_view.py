@@ -150,3 +150,27 @@ def test_serve_answers_on_localhost_until_interrupted(viewer_run, tmp_path):
     finally:
         if server.poll() is None:
             server.kill()
+
+
+def test_a_task_run_finds_its_task_from_run_json_or_task(tmp_path):
+    files = ROOT / "tests" / "data" / "files"
+    task = tmp_path / "task"
+    shutil.copytree(files, task)
+    run = tmp_path / "run"
+    done = cli("run", "--task", str(task / "cats.yaml"), "--programs", str(task / "cats_programs.json"),
+               "--out", str(run))
+    assert done.returncode == 0, done.stderr
+    page = tmp_path / "page.html"
+    view(run, "--out", str(page))
+    shown = by_id(payload(page.read_text())["problems"], "c2")
+    assert (shown["question"], shown["context"], shown["gold"]) == ("Is the following true? Tom is a dog.",
+                                                                    "Tom is a cat.\nNo cat is a dog.", "B")
+    (task / "cats.yaml").rename(task / "renamed.yaml")
+    view(run, "--out", str(page))
+    html = page.read_text()
+    assert by_id(payload(html)["problems"], "c2")["question"] is None
+    assert f"problem texts for cats not shown: task file {task / 'cats.yaml'} (named in" in html
+    view(run, "--out", str(page), "--task", str(task / "renamed.yaml"))
+    assert by_id(payload(page.read_text())["problems"], "c2")["question"] == "Is the following true? Tom is a dog."
+    other = cli("view", str(run), "--task", str(ROOT / "logicpipe" / "data" / "tasks" / "folio.yaml"))
+    assert other.returncode == 2 and other.stderr.startswith("error: task folio (") and "(it has: cats)" in other.stderr
