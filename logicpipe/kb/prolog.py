@@ -15,18 +15,22 @@ from typing import Any
 
 from ..core.errors import ProgramExecutionError, SolverTimeout
 from ..solvers.lp import swipl_path
+from .safety import allowed_builtins
 
 ENGINE = Path(__file__).with_name("engine.pl")
 _REPLY = "@@reply "
 # Headroom over the Prolog stacks for the executable, its libraries and the atom table.
 _OVERHEAD_MB = 1024
+# Goal trees deeper than this are cut (the answers are not: SWI-Prolog finds them natively); each level
+# is two levels of JSON, which Python's json module and pydantic read recursively.
+MAX_TREE_DEPTH = 64
 
 
 @dataclass(frozen=True)
 class ProofLimits:
-    """Bounds for one proof: recursion depth, logical inferences, wall seconds, Prolog stack MB."""
+    """Bounds for one proof: goal-tree depth, logical inferences, wall seconds, Prolog stack MB."""
 
-    depth: int = 200
+    depth: int = 200  # levels of KB calls shown in a goal tree (at most MAX_TREE_DEPTH)
     inferences: int = 2_000_000
     seconds: float = 5.0
     memory_mb: int = 512
@@ -52,7 +56,8 @@ class PrologProcess:
 
     def _load(self) -> dict[str, Any]:
         files = [{"path": str(p.resolve()), "name": n} for p, n in self.files]
-        return self.request({"op": "load", "files": files}, self.limits.load_seconds)
+        builtins = [[name, arity] for name, arity in sorted(allowed_builtins())]
+        return self.request({"op": "load", "files": files, "builtins": builtins}, self.limits.load_seconds)
 
     def _start(self) -> subprocess.Popen:
         memory = self.limits.memory_mb
@@ -69,10 +74,12 @@ class PrologProcess:
     def prove(self, goal: str, percepts: list[dict[str, str]] | None = None) -> dict[str, Any]:
         """`goal` must be canonical text from terms.canonical (checked by safety.check_goal)."""
         limits = self.limits
-        request = {"op": "prove", "goal": goal, "depth": limits.depth, "inferences": limits.inferences,
-                   "time": limits.seconds, "max_solutions": limits.max_solutions, "percepts": percepts or []}
-        # Prolog enforces the time limit itself; the grace covers a process that stops answering.
-        return self.request(request, limits.seconds + 10.0)
+        request = {"op": "prove", "goal": goal, "depth": min(limits.depth, MAX_TREE_DEPTH),
+                   "inferences": limits.inferences, "time": limits.seconds,
+                   "max_solutions": limits.max_solutions, "percepts": percepts or []}
+        # Prolog enforces the time limit itself, once for the search, once per explained solution and
+        # once for a failed search's exploration; the grace covers a process that stops answering.
+        return self.request(request, limits.seconds * (limits.max_solutions + 2) + 10.0)
 
     def request(self, payload: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
         stdin = self._process.stdin
