@@ -1,7 +1,7 @@
 """Fact validation (the seed's second mode): answer -> atomic claims -> goals -> one verdict per claim.
 
 A claim is True (with its proof tree), "not derivable" (false, or missing from the KB: backward
-chaining cannot tell the two apart), or "untranslatable". An answer is valid only if every claim is True.
+chaining cannot tell the two apart), "unknown" (the search did not finish), or "untranslatable". An answer is valid only if every claim is True.
 """
 
 from __future__ import annotations
@@ -16,9 +16,10 @@ from ..core.errors import LogicPipeError
 from ..core.records import Usage
 from ..llm import LLMError, Request
 from .flow import Flow, Input, Settings, add_usage, prompt
-from .knowledge import NOT_DERIVABLE, KnowledgeBase, Percept
+from .knowledge import NOT_DERIVABLE, UNKNOWN, KnowledgeBase, Percept
 
 TRUE, NOT_DERIVABLE_VERDICT, UNTRANSLATABLE = "true", "not derivable", "untranslatable"
+UNKNOWN_VERDICT = "unknown"  # the search did not finish (a limit, an error, a refused call): not false
 
 
 class Claim(BaseModel):
@@ -51,10 +52,9 @@ def judge(kb: KnowledgeBase, claim: str, goal: str | None, percepts: Sequence[Pe
         return Claim(claim=claim, goal=goal, verdict=UNTRANSLATABLE, reason=str(exc))
     if result["proved"]:
         return Claim(claim=claim, goal=result["goal"], verdict=TRUE, proof=result["solutions"][0]["tree"])
-    reason = NOT_DERIVABLE + (f" ({result['limit']} limit reached)" if result.get("limit") else "")
-    if result.get("error"):
-        reason += f": {result['error']}"
-    return Claim(claim=claim, goal=result["goal"], verdict=NOT_DERIVABLE_VERDICT, reason=reason,
+    if result["status"] == UNKNOWN:
+        return Claim(claim=claim, goal=result["goal"], verdict=UNKNOWN_VERDICT, reason=result["reason"])
+    return Claim(claim=claim, goal=result["goal"], verdict=NOT_DERIVABLE_VERDICT, reason=NOT_DERIVABLE,
                  proof=result.get("explored"))
 
 
