@@ -1,0 +1,223 @@
+"""The issue-25 reproducers for the KB engine: answers as SWI-Prolog gives them, a sandbox that holds
+through the KB's own meta-calls, three verdicts, no Python recursion limits, printing that round-trips."""
+
+import json
+import subprocess
+
+import pytest
+
+from logicpipe.kb.knowledge import KnowledgeBase
+from logicpipe.kb.terms import canonical, parse_goals, parse_term, show
+from logicpipe.solvers.lp import swipl_path
+from logicpipe.testing import FakeOpenAI
+
+ISSUE = """\
+edge(a,b). edge(b,c). edge(c,a). edge(c,d).
+path(X,Y) :- edge(X,Y).
+path(X,Y) :- path(X,Z), edge(Z,Y).
+grade(S, high) :- S >= 90, !.
+grade(S, mid) :- S >= 50, !.
+grade(_, low).
+holds(G) :- G.
+apply_all(Cs, U) :- forall(member(C, Cs), call(C, U)).
+nice(a).
+:- table tpath/2.
+tpath(X,Y) :- edge(X,Y).
+tpath(X,Y) :- tpath(X,Z), edge(Z,Y).
+broken :- missing_predicate.
+spin(X) :- Y is X + 1, spin(Y).
+:- op(700, xfx, ===>).
+a ===> b.
+place('münchen').
+"""
+
+
+@pytest.fixture
+def kb(tmp_path):
+    path = tmp_path / "issue.pl"
+    path.write_text(ISSUE)
+    return path
+
+
+def prove(cli, kb, *goals, extra=()):
+    done = cli("kb", "prove", str(kb), *goals, "--format", "json", *extra)
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    return [json.loads(line) for line in done.stdout.splitlines()]
+
+
+def bindings(result):
+    return sorted(json.dumps(s["bindings"], sort_keys=True) for s in result["solutions"])
+
+
+def test_cut_gives_one_solution_as_swipl_does(kbcli, kb):
+    [grade, low] = prove(kbcli, kb, "grade(95, G)", "grade(40, G)")
+    assert [s["bindings"] for s in grade["solutions"]] == [{"G": "high"}]
+    assert [s["bindings"] for s in low["solutions"]] == [{"G": "low"}]
+    assert grade["solutions"][0]["tree"]["clause"].endswith("issue.pl:4")
+
+
+def test_left_recursion_is_tabled_and_complete(kbcli, kb):
+    reached, negated, count, tabled = prove(kbcli, kb, "path(a, d)", "\\+ path(a, d)",
+                                            "aggregate_all(count, path(a, _), N)", "tpath(a, X)")
+    assert reached["status"] == "proved"
+    assert [c["goal"] for c in reached["solutions"][0]["tree"]["children"]] == ["path(a, c)", "edge(c, d)"]
+    assert negated["status"] == "failed" and negated["proved"] is False
+    assert count["solutions"][0]["bindings"] == {"N": "4"}
+    assert bindings(tabled) == sorted(json.dumps({"X": x}) for x in "abcd")
+    with KnowledgeBase(kb) as base:
+        assert base.auto_tabled == ["path/2"]  # tpath/2 is tabled by the KB itself
+        names = {p.signature: p for p in base.predicates}
+        assert names["path/2"].tabled and names["tpath/2"].tabled and not names["edge/2"].tabled
+        assert not any(n.startswith("$") or n.startswith("start_tabling") for n in names)
+
+
+HOSTILE = ["holds(shell('touch {m}'))", "apply_all([shell], 'touch {m}')", "X = shell('touch {m}'), holds(X)",
+           "holds((member(G, [shell('touch {m}')]), G))", "holds(call(shell, 'touch {m}'))",
+           "holds(findall(x, shell('touch {m}'), _))", "holds(maplist(shell, ['touch {m}']))",
+           "holds(forall(member(C, [shell('touch {m}')]), call(C)))", "holds(system:shell('touch {m}'))",
+           "holds(holds(\\+ \\+ shell('touch {m}')))", "apply_all([holds], shell('touch {m}'))",
+           "holds(aggregate_all(count, shell('touch {m}'), _))", "holds(G =.. [shell, 'touch {m}'])"]
+
+
+@pytest.mark.parametrize("goal", HOSTILE)
+def test_model_text_never_runs_through_the_kbs_meta_calls(kbcli, kb, tmp_path, goal):
+    marker = tmp_path / "M"
+    [result] = prove(kbcli, kb, goal.format(m=marker))
+    assert not marker.exists()
+    if goal.startswith("holds(G =.."):  # only builds the term: fine, nothing runs
+        assert result["status"] == "proved"
+        return
+    assert result["status"] == "unknown" and result["proved"] is False
+    assert result["reason"].startswith("refused: ") and "shell" in result["reason"]
+
+
+def test_legitimate_meta_calls_to_kb_predicates_keep_working(kbcli, kb):
+    results = prove(kbcli, kb, "holds(edge(a, X))", "apply_all([nice], a)", "holds(maplist(edge(c), [a, d]))",
+                    "holds(findall(Y, path(a, Y), L))", "X = nice(Y), holds(X)")
+    assert [r["status"] for r in results] == ["proved"] * 5
+    tree = results[1]["solutions"][0]["tree"]
+    forall = tree["children"][0]
+    assert forall["clause"] == "forall/2" and forall["children"][1]["goal"] == "nice(a)"
+    assert forall["children"][1]["clause"].endswith("issue.pl:9")
+
+
+def _ask_reply(goals):
+    def reply(body):
+        purpose = body["_logicpipe"]["purpose"]
+        if purpose == "kb-goals":
+            return "```prolog\n" + goals[body["_logicpipe"]["problem"]] + "\n```"
+        if purpose == "kb-claims":
+            return json.dumps([{"claim": "it holds", "goal": goals[body["_logicpipe"]["problem"]]}])
+        return "ANSWER"
+    return reply
+
+
+def _model(server, tmp_path):
+    return ["--model", "fake", "--base-url", server.url, "--llm-cache", str(tmp_path / "cache.sqlite")]
+
+
+def test_hostile_and_deep_goals_through_ask_and_validate_batches(kbcli, kb, tmp_path):
+    marker = tmp_path / "M"
+    nested = "X = " + "f(" * 500 + "a" + ")" * 500
+    goals = {"evil": f"holds(shell('touch {marker}')).", "loop": f"apply_all([shell], 'touch {marker}').",
+             "deep": nested + ".", "sum": "X is " + " + ".join(["1"] * 1500) + ".", "fine": "path(a, d)."}
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("".join(json.dumps({"id": k, "question": k}) + "\n" for k in goals))
+    answers = tmp_path / "a.jsonl"
+    answers.write_text("".join(json.dumps({"id": k, "answer": k}) + "\n" for k in goals))
+    with FakeOpenAI(_ask_reply(goals)) as server:
+        asked = kbcli("kb", "ask", str(kb), "--questions", str(questions), "--out", str(tmp_path / "ask.jsonl"),
+                      *_model(server, tmp_path))
+        checked = kbcli("kb", "validate", str(kb), "--answers", str(answers), "--out", str(tmp_path / "v.jsonl"),
+                        *_model(server, tmp_path))
+    assert asked.returncode == 0 and checked.returncode == 0, asked.stderr + checked.stderr
+    assert not marker.exists()
+    records = {r["id"]: r for r in map(json.loads, (tmp_path / "ask.jsonl").read_text().splitlines())}
+    assert sorted(records) == sorted(goals)
+    status = {k: r["results"][0]["status"] for k, r in records.items()}
+    assert status == {"evil": "unknown", "loop": "unknown", "deep": "proved", "sum": "proved", "fine": "proved"}
+    assert records["sum"]["results"][0]["solutions"][0]["bindings"] == {"X": "1500"}
+    assert "could not decide holds(shell(" in records["evil"]["context"]
+    verdicts = {r["id"]: r["claims"][0]["verdict"] for r in map(json.loads, (tmp_path / "v.jsonl").read_text().splitlines())}
+    assert verdicts == {"evil": "unknown", "loop": "unknown", "deep": "true", "sum": "true", "fine": "true"}
+
+
+def test_a_proof_500_levels_deep_is_answered_and_its_tree_cut_at_a_bounded_depth(kbcli, tmp_path):
+    chain = tmp_path / "chain.pl"
+    chain.write_text("".join(f"link(n{i}, n{i + 1}).\n" for i in range(1000))
+                     + "reach(X, Y) :- link(X, Y).\nreach(X, Y) :- link(X, Z), reach(Z, Y).\n")
+    [deep] = prove(kbcli, chain, "reach(n0, n500)", extra=["--depth", "100000"])
+    assert deep["status"] == "proved"
+    node, levels = deep["solutions"][0]["tree"], 0
+    while node["children"]:
+        node, levels = node["children"][-1], levels + 1
+    assert node["clause"] == "depth limit: not expanded" and levels == 64
+    text = kbcli("kb", "prove", str(chain), "reach(n0, n999)")
+    assert text.returncode == 0 and "yes: proved" in text.stdout
+    dot = kbcli("kb", "prove", str(chain), "reach(n0, n500)", "-f", "dot")
+    assert dot.returncode == 0 and dot.stdout.count("->") == 64 * 2
+
+
+def test_three_verdicts_in_json_and_text(kbcli, kb):
+    undefined, spin, many = prove(kbcli, kb, "broken", "spin(0)", "path(a, X)",
+                                  extra=["--inferences", "100000", "--max-solutions", "2"])
+    assert undefined["status"] == "unknown" and "missing_predicate/0" in undefined["reason"]
+    assert spin["status"] == "unknown" and spin["reason"] == "inference limit exceeded" and spin["limit"] == "inferences"
+    assert many["status"] == "proved" and many["truncated"] is True and len(many["solutions"]) == 2
+    [failed] = prove(kbcli, kb, "edge(d, _)")
+    assert failed["status"] == "failed" and failed["truncated"] is False and "reason" not in failed
+    text = kbcli("kb", "prove", str(kb), "broken", "edge(d, a)", "path(a, X)", "--max-solutions", "1")
+    assert text.returncode == 1
+    assert "unknown: call/1: Unknown procedure: kb:missing_predicate/0" in text.stdout
+    assert "no: not derivable" in text.stdout
+    assert "yes: proved (solutions cut: more than --max-solutions)" in text.stdout
+
+
+def test_printing_round_trips_and_the_reader_takes_standard_syntax(kbcli, kb):
+    results = prove(kbcli, kb, "\\+ (edge(a, b), edge(b, a))", "X is 10 - (4 - 3)", "X = a:b, Y = {a}",
+                    "X is 0b101 + 1_000_000 + 0'a + 0x1F", "X ===> b", "Y = - (1), Z = -(-(1)), W = 1 - -1")
+    assert [r["goal"] for r in results] == ["\\+ (edge(a, b), edge(b, a))", "X is 10 - (4 - 3)",
+                                            "X = a:b, Y = {a}", "X is 5 + 1000000 + 97 + 31", "X ===> b",
+                                            "Y = -(1), Z = - -(1), W = 1 - (-1)"]
+    assert [r["status"] for r in results] == ["proved"] * 6
+    assert results[1]["solutions"][0]["bindings"] == {"X": "9"}
+    assert results[2]["solutions"][0]["bindings"] == {"X": "a:b", "Y": "{a}"}
+    assert results[3]["solutions"][0]["bindings"] == {"X": "1000133"}
+    assert results[4]["solutions"][0]["bindings"] == {"X": "a"}
+    assert results[5]["solutions"][0]["bindings"] == {"Y": "- 1", "Z": "- - 1", "W": "1- -1"}
+
+
+def test_graphviz_labels_are_utf8_not_json_escapes(kbcli, kb):
+    done = kbcli("kb", "prove", str(kb), "place(X)", "-f", "dot")
+    assert "münchen" in done.stdout and "\\u00fc" not in done.stdout
+
+
+TERMS = ["\\+ (a, b)", "10 - (4 - 3)", "10 - 4 - 3", "2 ** (3 ** 4)", "- (1)", "-(-1)", "- a",
+         "1 - -1", "a = \\+ b", "f(-, +, (:-), [-])", "(a , b) = c", "[a, b|T] = [(c ; d)]", "{a, b}", "'hello world'",
+         "f('\\n', \"s\\\"q\")", "x is (a -> b ; c)", "- (- a)", "- (2 ^ 3)", "(- 2) ^ 3", "-(2) ^ 3", "a:b:c",
+         "(a:b):c", "f(a, (b, c))", "\\+ \\+ a", "p(;, '|', [])", "X = (dynamic a)", "- (a + b)", "1 + (- 2)",
+         "[- 1, -1, - a]", "(a = b) = c", "a = (b = c)", "- - 1", "\\ (a + b)"]
+
+
+def test_show_reads_back_in_swipl_as_the_same_term():
+    """Independent oracle: SWI-Prolog reads what show() writes and compares it with the canonical text."""
+    lines = []
+    for text in TERMS:
+        term = parse_term(text)
+        lines.append(json.dumps([show(term), canonical(term)]))
+    program = ("main :- read_term(S, []), forall(member([A, B], S), "
+               "( term_string(X, A), term_string(Y, B), ( X =@= Y -> writeln(same) ; format('~q vs ~q~n', [X, Y]) ) )).")
+    listing = "[" + ",".join(lines) + "]."
+    done = subprocess.run([swipl_path(), "-q", "-g", program.replace("main :- ", ""), "-t", "halt"],
+                          input=listing, capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() == ["same"] * len(TERMS), (done.stdout, done.stderr)
+
+
+def test_deep_and_long_terms_read_and_write_without_recursion():
+    nested = "f(" * 5000 + "a" + ")" * 5000
+    [term] = parse_goals(nested)
+    assert show(term).count("(") == 5000 and canonical(term) == nested
+    total = parse_term(" + ".join(str(i) for i in range(20000)))
+    assert show(total).startswith("0 + 1 + 2") and canonical(total).count("'+'(") == 19999
+    negations = parse_term("\\+ " * 3000 + "a")
+    assert show(negations) == "\\+ " * 3000 + "a"
