@@ -523,11 +523,14 @@ explored(SafeGoal, Goal0, Names, Depth, Explored) :-
 export_tree(Names, Root0, Tree, Bindings) :-
     unwrap(Root0, Root),
     copy_term(Names-Root, Names2-Root2),
-    forall(member(N=V, Names2), ( var(V) -> V = '$VAR'(N) ; true )),
-    numbervars(Root2, 0, _, [singletons(false)]),
+    maplist(name_variable, Names2),
+    numbervars(Names2, 0, End, [singletons(false)]),   % answers first, so _A.. do not depend on the tree
+    numbervars(Root2, End, _, [singletons(false)]),
     node_dict(Root2, Tree),
     findall(N-S, ( member(N=V, Names2), \+ sub_atom(N, 0, _, _, '_'), text(V, S) ), Pairs),
     dict_pairs(Bindings, _, Pairs).
+
+name_variable(N=V) :- ( var(V) -> V = '$VAR'(N) ; true ).
 
 node_dict(node(G, Label, Children, Proved), _{goal: S, clause: L, children: Cs, proved: Proved}) :-
     text(G, S),
