@@ -76,9 +76,7 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
     forall(member(F, Request.files),
            ( atom_string(Path, F.path), atom_string(Name, F.name), assertz(display_name(Path, Name)) )),
     assertz(loading),
-    forall(member(F, Request.files),
-           ( atom_string(Path, F.path),
-             catch(load_files(kb:Path, [if(true)]), E, (print_message(error, E))) )),
+    forall(member(F, Request.files), catch(load_kb_file(F), E, print_message(error, E))),
     retractall(loading),
     forall(own_predicate(N, A), assertz(kb_pred(N, A))),
     table_left_recursion,
@@ -86,6 +84,17 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
     findall(P, predicate_dict(P), Preds),
     findall(S, ( auto_tabled(N, A), format(string(S), "~w/~w", [N, A]) ), Tabled),
     findall([P, T, S], kb_operator(P, T, S), Ops).
+
+% load_kb_file(+File): from source, or through the compiled cache Python keeps by content hash: a
+% copy of the source (`source`, so clauses keep its lines) compiled to `qlf` once, then loaded from it.
+load_kb_file(F) :-
+    atom_string(Path, F.path),
+    (   get_dict(qlf, F, QlfString), QlfString \== null
+    ->  atom_string(Source, F.source), atom_string(Qlf, QlfString), atom_string(Name, F.name),
+        assertz(display_name(Source, Name)),
+        (   F.compile == true -> qcompile(kb:Source) ; load_files(kb:Qlf, []) )
+    ;   load_files(kb:Path, [if(true)])
+    ).
 
 % The KB's own predicates, also those of a KB written as a module (imported into kb from its file);
 % tabling internals ('$tabled'/2, '$wrap$p'/N) and library predicates are not the KB's.
@@ -118,8 +127,8 @@ predicate_dict(_{name: N, arity: A, clauses: C, file: File, dynamic: Dyn, last_l
     ( predicate_property(kb:H, file(F)) -> shown_file(F, File) ; File = "" ),
     ( predicate_property(kb:H, dynamic) -> Dyn = true ; Dyn = false ),
     ( predicate_property(kb:H, tabled) -> Tab = true ; Tab = false ),
-    ( aggregate_all(max(L), (clause(kb:H, _, R), clause_property(R, line_count(L))), Last) -> true
-    ; Last = 0 ).
+    (   C > 0, nth_clause(kb:H, C, R), clause_property(R, line_count(Last)) -> true   % the last clause's
+    ;   Last = 0 ).
 
 handle("facts", Request, _{facts: Facts}) :-
     Max = Request.per_predicate,
@@ -135,6 +144,7 @@ handle("facts", Request, _{facts: Facts}) :-
 
 table_left_recursion :-
     forall(( kb_pred(N, A), functor(H, N, A),
+             \+ predicate_property(kb:H, number_of_rules(0)),      % facts only: nothing to recurse
              \+ predicate_property(kb:H, tabled), \+ predicate_property(kb:H, dynamic),
              \+ has_cut(H),
              left_reaches(N/A, N/A) ),
@@ -150,6 +160,7 @@ sub_goal((A -> B), G) :- ( sub_goal(A, G) ; sub_goal(B, G) ).
 left_edge(N/A, M/B) :-
     functor(H, N, A),
     clause(kb:H, Body),
+    Body \== true,
     first_goal(Body, G),
     callable(G), \+ G = _:_,
     functor(G, M, B),

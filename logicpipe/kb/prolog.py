@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
+import re
 import resource
 import selectors
 import subprocess
@@ -38,6 +41,37 @@ class ProofLimits:
     load_seconds: float = 60.0  # loading runs the KB's own directives
 
 
+# KB files that load others by relative path are not copied into the cache (the copy would not find them).
+_LOADS_OTHERS = re.compile(r":-\s*(include|consult|ensure_loaded|load_files|\[)|use_module\((?!library\()")
+
+
+def cache_folder() -> Path | None:
+    """Where compiled KBs are kept ($LOGICPIPE_KB_CACHE, else ~/.cache/logicpipe/kb); None if unwritable."""
+    folder = Path(os.environ.get("LOGICPIPE_KB_CACHE") or Path.home() / ".cache" / "logicpipe" / "kb")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
+
+
+def _cache_entry(path: Path, folder: Path) -> tuple[Path, Path] | None:
+    """(source copy, compiled .qlf) for a KB file, keyed by its content and the engine's; None if the
+    file cannot be cached."""
+    text = path.read_bytes()
+    if _LOADS_OTHERS.search(text.decode("utf-8", "replace")):
+        return None
+    key = hashlib.sha256(ENGINE.read_bytes() + b"\0" + text).hexdigest()[:32]
+    entry = folder / key
+    entry.mkdir(exist_ok=True)
+    source = entry / "kb.pl"
+    if not source.exists():
+        partial = entry / f"kb.pl.{os.getpid()}"
+        partial.write_bytes(text)
+        partial.replace(source)
+    return source, entry / "kb.qlf"
+
+
 class PrologProcess:
     def __init__(self, files: list[tuple[Path, str]], limits: ProofLimits):
         """`files` are (path, name shown in file:line labels)."""
@@ -55,9 +89,41 @@ class PrologProcess:
         self._ready = True
 
     def _load(self) -> dict[str, Any]:
-        files = [{"path": str(p.resolve()), "name": n} for p, n in self.files]
+        """Load the KB, through the compiled cache where it can: the first process to meet a file's
+        content compiles it (under a lock, so concurrent ones wait and then load the result)."""
         builtins = [[name, arity] for name, arity in sorted(allowed_builtins())]
-        return self.request({"op": "load", "files": files, "builtins": builtins}, self.limits.load_seconds)
+        folder = cache_folder()
+        files: list[dict[str, Any]] = []
+        locks = []
+        try:
+            for path, name in self.files:
+                wire: dict[str, Any] = {"path": str(path.resolve()), "name": name, "qlf": None}
+                entry = _cache_entry(path, folder) if folder else None
+                if entry:
+                    source, qlf = entry
+                    lock = open(qlf.with_suffix(".lock"), "w")
+                    locks.append(lock)
+                    fcntl.flock(lock, fcntl.LOCK_EX)
+                    cached = qlf.exists() and qlf.with_suffix(".messages.json").exists()
+                    wire.update(source=str(source), qlf=str(qlf), compile=not cached)
+                files.append(wire)
+            loaded = self.request({"op": "load", "files": files, "builtins": builtins}, self.limits.load_seconds)
+            failed = any(m["kind"] == "error" for m in loaded["messages"])
+            for wire in files:
+                if wire["qlf"] is None:
+                    continue
+                # A compiled file's warnings are kept beside it and shown again on every load from it.
+                saved = Path(wire["qlf"]).with_suffix(".messages.json")
+                if not wire["compile"]:
+                    loaded["messages"] += [dict(m, file=wire["name"]) for m in json.loads(saved.read_text())]
+                elif failed:  # a KB with errors is not kept compiled: the next load reports them again
+                    Path(wire["qlf"]).unlink(missing_ok=True)
+                else:
+                    saved.write_text(json.dumps([m for m in loaded["messages"] if m["file"] == wire["name"]]))
+            return loaded
+        finally:
+            for lock in locks:
+                lock.close()
 
     def _start(self) -> subprocess.Popen:
         memory = self.limits.memory_mb

@@ -46,7 +46,7 @@ CLOSURES = {
 }
 # More goal-taking builtins the sandbox lets through (their goal arguments are checked the same way).
 CONTROL.update({("call", 1): (0,), ("findall", 4): (1,), ("aggregate_all", 4): (2,), ("*->", 2): (0, 1),
-                ("bagof", 3): (1,), ("setof", 3): (1,)})
+                ("bagof", 3): (1,), ("setof", 3): (1,), ("catch", 3): (0, 2)})
 
 
 def allowed_builtins() -> set[tuple[str, int]]:
