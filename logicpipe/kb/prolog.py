@@ -158,7 +158,10 @@ class PrologProcess:
             self._restart()
             raise ProgramExecutionError(f"SWI-Prolog exited: {message}") from None
         line = self._read_reply(time.monotonic() + timeout)
-        reply = json.loads(line)
+        try:
+            reply = json.loads(line)
+        except ValueError as exc:  # also RecursionError: a reply is data, never a crash of the batch
+            raise ProgramExecutionError(f"SWI-Prolog sent an unreadable reply: {exc}") from None
         if set(reply) == {"error"}:
             raise ProgramExecutionError(f"SWI-Prolog: {reply['error'].strip()}")
         return reply
