@@ -120,7 +120,8 @@ def test_hostile_and_deep_goals_through_ask_and_validate_batches(kbcli, kb, tmp_
     marker = tmp_path / "M"
     nested = "X = " + "f(" * 500 + "a" + ")" * 500
     goals = {"evil": f"holds(shell('touch {marker}')).", "loop": f"apply_all([shell], 'touch {marker}').",
-             "deep": nested + ".", "sum": "X is " + " + ".join(["1"] * 1500) + ".", "fine": "path(a, d)."}
+             "deep": nested + ".", "sum": "X is " + " + ".join(["1"] * 1500) + ".", "fine": "path(a, d).",
+             "op": "X ===> b."}
     questions = tmp_path / "q.jsonl"
     questions.write_text("".join(json.dumps({"id": k, "question": k}) + "\n" for k in goals))
     answers = tmp_path / "a.jsonl"
@@ -135,11 +136,14 @@ def test_hostile_and_deep_goals_through_ask_and_validate_batches(kbcli, kb, tmp_
     records = {r["id"]: r for r in map(json.loads, (tmp_path / "ask.jsonl").read_text().splitlines())}
     assert sorted(records) == sorted(goals)
     status = {k: r["results"][0]["status"] for k, r in records.items()}
-    assert status == {"evil": "unknown", "loop": "unknown", "deep": "proved", "sum": "proved", "fine": "proved"}
+    assert status == {"evil": "unknown", "loop": "unknown", "deep": "proved", "sum": "proved", "fine": "proved",
+                      "op": "proved"}
+    assert records["op"]["goals"] == ["X ===> b"]
     assert records["sum"]["results"][0]["solutions"][0]["bindings"] == {"X": "1500"}
     assert "could not decide holds(shell(" in records["evil"]["context"]
     verdicts = {r["id"]: r["claims"][0]["verdict"] for r in map(json.loads, (tmp_path / "v.jsonl").read_text().splitlines())}
-    assert verdicts == {"evil": "unknown", "loop": "unknown", "deep": "true", "sum": "true", "fine": "true"}
+    assert verdicts == {"evil": "unknown", "loop": "unknown", "deep": "true", "sum": "true", "fine": "true",
+                        "op": "true"}
 
 
 def test_a_proof_500_levels_deep_is_answered_and_its_tree_cut_at_a_bounded_depth(kbcli, tmp_path):
@@ -193,7 +197,7 @@ def test_graphviz_labels_are_utf8_not_json_escapes(kbcli, kb):
 
 
 TERMS = ["\\+ (a, b)", "10 - (4 - 3)", "10 - 4 - 3", "2 ** (3 ** 4)", "- (1)", "-(-1)", "- a",
-         "1 - -1", "a = \\+ b", "f(-, +, (:-), [-])", "(a , b) = c", "[a, b|T] = [(c ; d)]", "{a, b}", "'hello world'",
+         "1 - -1", "a = (\\+ b)", "f(-, +, (:-), [-])", "(a , b) = c", "[a, b|T] = [(c ; d)]", "{a, b}", "'hello world'",
          "f('\\n', \"s\\\"q\")", "x is (a -> b ; c)", "- (- a)", "- (2 ^ 3)", "(- 2) ^ 3", "-(2) ^ 3", "a:b:c",
          "(a:b):c", "f(a, (b, c))", "\\+ \\+ a", "p(;, '|', [])", "X = (dynamic a)", "- (a + b)", "1 + (- 2)",
          "[- 1, -1, - a]", "(a = b) = c", "a = (b = c)", "- - 1", "\\ (a + b)"]
@@ -211,6 +215,23 @@ def test_show_reads_back_in_swipl_as_the_same_term():
     done = subprocess.run([swipl_path(), "-q", "-g", program.replace("main :- ", ""), "-t", "halt"],
                           input=listing, capture_output=True, text=True, timeout=60)
     assert done.stdout.splitlines() == ["same"] * len(TERMS), (done.stdout, done.stderr)
+
+
+def test_what_swipl_writes_the_python_reader_reads_as_the_same_term():
+    """The other direction: SWI-Prolog writes each term as the engine's trees do (writeq style), the
+    Python reader parses that text, and SWI-Prolog compares the canonical text with the original."""
+    source = "[" + ", ".join(f"({t})" for t in TERMS) + "]"
+    write = ("read_term(user_input, Ts, []), forall(member(T, Ts), ( format('~W~n', [T, [quoted(true), "
+             "spacing(next_argument), ignore_ops(false)]]) ))")
+    written = subprocess.run([swipl_path(), "-q", "-g", write, "-t", "halt"], input=source + ".",
+                             capture_output=True, text=True, timeout=60).stdout.splitlines()
+    assert len(written) == len(TERMS)
+    pairs = [json.dumps([text, canonical(parse_term(text))]) for text in written]
+    compare = ("read_term(S, []), forall(member([A, B], S), ( term_string(X, A), term_string(Y, B), "
+               "( X =@= Y -> writeln(same) ; format('~q vs ~q~n', [X, Y]) ) ))")
+    done = subprocess.run([swipl_path(), "-q", "-g", compare, "-t", "halt"], input="[" + ",".join(pairs) + "].",
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout.splitlines() == ["same"] * len(TERMS), (written, done.stdout, done.stderr)
 
 
 def test_deep_and_long_terms_read_and_write_without_recursion():
