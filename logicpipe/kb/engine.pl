@@ -535,13 +535,19 @@ export_tree(Names, Root0, Tree, Bindings) :-
     unwrap(Root0, Root),
     copy_term(Names-Root, Names2-Root2),
     maplist(name_variable, Names2),
-    numbervars(Names2, 0, End, [singletons(false)]),   % answers first, so _A.. do not depend on the tree
-    numbervars(Root2, End, _, [singletons(false)]),
+    term_variables(Names2-Root2, Fresh),   % answers first, so their _A, _B.. do not depend on the tree
+    foldl(name_fresh, Fresh, 0, _),
     node_dict(Root2, Tree),
     findall(N-S, ( member(N=V, Names2), \+ sub_atom(N, 0, _, _, '_'), text(V, S) ), Pairs),
     dict_pairs(Bindings, _, Pairs).
 
 name_variable(N=V) :- ( var(V) -> V = '$VAR'(N) ; true ).
+
+% Variables an answer leaves free are written _A, _B, ..., _Z, _A1, ... (never like a query variable).
+name_fresh('$VAR'(Name), I, I1) :-
+    I1 is I + 1,
+    Letter is 0'A + I mod 26, Round is I // 26,
+    (   Round =:= 0 -> format(atom(Name), "_~c", [Letter]) ; format(atom(Name), "_~c~d", [Letter, Round]) ).
 
 node_dict(node(G, Label, Children, Proved), _{goal: S, clause: L, children: Cs, proved: Proved}) :-
     text(G, S),

@@ -33,7 +33,8 @@ answer(Line) :-
 bindings(Ns, Dict) :-
     copy_term(Ns, Ns2),
     maplist([N=V]>>( var(V) -> V = '$VAR'(N) ; true ), Ns2),
-    numbervars(Ns2, 0, _, [singletons(false)]),
+    term_variables(Ns2, Fresh),
+    foldl([Var, I, I1]>>( I1 is I + 1, C is 0'A + I, format(atom(Nm), "_~c", [C]), Var = '$VAR'(Nm) ), Fresh, 0, _),
     findall(N-S, ( member(N=V, Ns2), \+ sub_atom(N, 0, _, _, '_'),
                    format(string(S), "~W", [V, [quoted(true), numbervars(true), spacing(next_argument)]]) ),
             Pairs),
