@@ -79,6 +79,7 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
     forall(member(F, Request.files), catch(load_kb_file(F), E, print_message(error, E))),
     retractall(loading),
     forall(own_predicate(N, A), assertz(kb_pred(N, A))),
+    sandbox_asserted,
     table_left_recursion,
     findall(M, load_message_dict(M), Messages),
     findall(P, predicate_dict(P), Preds),
@@ -217,6 +218,8 @@ safe_body(Mode, (A -> B), (SA -> SB)) :- !, safe_body(Mode, A, SA), safe_body(Mo
 safe_body(Mode, (A *-> B), (SA *-> SB)) :- !, safe_body(Mode, A, SA), safe_body(Mode, B, SB).
 safe_body(Mode, \+ A, \+ SA) :- !, safe_body(Mode, A, SA).
 safe_body(_, !, !) :- !.
+safe_body(trusted, G, user:safe_assert(How, Clause)) :-   % clauses the KB asserts are sandboxed too
+    nonvar(G), G =.. [How, Clause], memberchk(How, [assert, asserta, assertz]), !.
 safe_body(Mode, G, Safe) :-
     (   callable(G) -> true ; throw(error(type_error(callable, G), _)) ),
     functor(G, N, A),
@@ -250,6 +253,21 @@ safe_carets(Mode, G, Safe) :- safe_body(Mode, G, Safe).
 
 user:checked(G) :- safe_body(checked, G, Safe), call(kb:Safe).
 
+user:safe_assert(How, Clause0) :-
+    strip_module(kb:Clause0, M, Clause),
+    (   nonvar(Clause), Clause = (H :- B) -> safe_body(trusted, B, SafeB), Safe = (H :- SafeB) ; Safe = Clause ),
+    Goal =.. [How, M:Safe],
+    call(Goal).
+
+% Clauses the KB's directives asserted while it loaded get the same rewriting as its source clauses.
+sandbox_asserted :-
+    forall(( kb_pred(N, A), functor(H, N, A), predicate_property(kb:H, dynamic),
+             \+ \+ ( clause(kb:H, B), B \== true, safe_body(trusted, B, SafeB), SafeB \== B ) ),
+           ( findall(H-B, clause(kb:H, B), Clauses),
+             retractall(kb:H),
+             forall(member(H1-B1, Clauses),
+                    ( safe_body(trusted, B1, SafeB1), assertz(kb:(H1 :- SafeB1)) )) )).
+
 user:lp_closure(C, A1) :- closure_goal(C, [A1], G), user:checked(G).
 user:lp_closure(C, A1, A2) :- closure_goal(C, [A1, A2], G), user:checked(G).
 user:lp_closure(C, A1, A2, A3) :- closure_goal(C, [A1, A2, A3], G), user:checked(G).
@@ -269,6 +287,7 @@ closure_goal(C, Extra, G) :-
 unwrap(T, T) :- var(T), !.
 unwrap(user:checked(G), U) :- !, unwrap(G, U).
 unwrap(user:lp_closure(C), U) :- !, unwrap(C, U).
+unwrap(user:safe_assert(How, C), U) :- !, unwrap(C, UC), U =.. [How, UC].
 unwrap(T, U) :- compound(T), !,
     compound_name_arguments(T, N, Args), maplist(unwrap, Args, UArgs), compound_name_arguments(U, N, UArgs).
 unwrap(T, T).
@@ -570,4 +589,5 @@ clause_label(Ref, "percept") :-
     clause(H, _, Ref), strip_module(H, _, P), functor(P, N, A), percept_pred(N, A), !.
 clause_label(_, "asserted").
 
-builtin_label(G, Label) :- functor(G, N, A), format(string(Label), "~w/~w", [N, A]).
+builtin_label(G, Label) :-
+    unwrap(G, U), strip_module(U, _, P), functor(P, N, A), format(string(Label), "~w/~w", [N, A]).

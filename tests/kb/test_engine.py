@@ -29,6 +29,9 @@ spin(X) :- Y is X + 1, spin(Y).
 :- op(700, xfx, ===>).
 a ===> b.
 place('münchen').
+:- dynamic runs/1, stored/1.
+:- assertz((runs(G) :- G)).
+later(G) :- assertz((stored(X) :- call(X))), stored(G).
 """
 
 
@@ -76,7 +79,8 @@ HOSTILE = ["holds(shell('touch {m}'))", "apply_all([shell], 'touch {m}')", "X = 
            "holds(findall(x, shell('touch {m}'), _))", "holds(maplist(shell, ['touch {m}']))",
            "holds(forall(member(C, [shell('touch {m}')]), call(C)))", "holds(system:shell('touch {m}'))",
            "holds(holds(\\+ \\+ shell('touch {m}')))", "apply_all([holds], shell('touch {m}'))",
-           "holds(aggregate_all(count, shell('touch {m}'), _))", "holds(G =.. [shell, 'touch {m}'])"]
+           "holds(aggregate_all(count, shell('touch {m}'), _))", "holds(G =.. [shell, 'touch {m}'])",
+           "runs(shell('touch {m}'))", "later(shell('touch {m}'))"]
 
 
 @pytest.mark.parametrize("goal", HOSTILE)
@@ -93,8 +97,9 @@ def test_model_text_never_runs_through_the_kbs_meta_calls(kbcli, kb, tmp_path, g
 
 def test_legitimate_meta_calls_to_kb_predicates_keep_working(kbcli, kb):
     results = prove(kbcli, kb, "holds(edge(a, X))", "apply_all([nice], a)", "holds(maplist(edge(c), [a, d]))",
-                    "holds(findall(Y, path(a, Y), L))", "X = nice(Y), holds(X)")
-    assert [r["status"] for r in results] == ["proved"] * 5
+                    "holds(findall(Y, path(a, Y), L))", "X = nice(Y), holds(X)", "runs(nice(X))",
+                    "later(nice(a))")
+    assert [r["status"] for r in results] == ["proved"] * 7
     tree = results[1]["solutions"][0]["tree"]
     forall = tree["children"][0]
     assert forall["clause"] == "forall/2" and forall["children"][1]["goal"] == "nice(a)"
