@@ -32,6 +32,7 @@ place('münchen').
 :- dynamic runs/1, stored/1.
 :- assertz((runs(G) :- G)).
 later(G) :- assertz((stored(X) :- call(X))), stored(G).
+each(Gs) :- maplist([G]>>call(G), Gs).
 """
 
 
@@ -80,7 +81,7 @@ HOSTILE = ["holds(shell('touch {m}'))", "apply_all([shell], 'touch {m}')", "X = 
            "holds(forall(member(C, [shell('touch {m}')]), call(C)))", "holds(system:shell('touch {m}'))",
            "holds(holds(\\+ \\+ shell('touch {m}')))", "apply_all([holds], shell('touch {m}'))",
            "holds(aggregate_all(count, shell('touch {m}'), _))", "holds(G =.. [shell, 'touch {m}'])",
-           "runs(shell('touch {m}'))", "later(shell('touch {m}'))"]
+           "runs(shell('touch {m}'))", "later(shell('touch {m}'))", "each([nice(a), shell('touch {m}')])"]
 
 
 @pytest.mark.parametrize("goal", HOSTILE)
@@ -98,8 +99,8 @@ def test_model_text_never_runs_through_the_kbs_meta_calls(kbcli, kb, tmp_path, g
 def test_legitimate_meta_calls_to_kb_predicates_keep_working(kbcli, kb):
     results = prove(kbcli, kb, "holds(edge(a, X))", "apply_all([nice], a)", "holds(maplist(edge(c), [a, d]))",
                     "holds(findall(Y, path(a, Y), L))", "X = nice(Y), holds(X)", "runs(nice(X))",
-                    "later(nice(a))")
-    assert [r["status"] for r in results] == ["proved"] * 7
+                    "later(nice(a))", "each([nice(a), edge(a, b)])")
+    assert [r["status"] for r in results] == ["proved"] * 8
     tree = results[1]["solutions"][0]["tree"]
     forall = tree["children"][0]
     assert forall["clause"] == "forall/2" and forall["children"][1]["goal"] == "nice(a)"
