@@ -219,8 +219,13 @@ safe_body(Mode, (A -> B), (SA -> SB)) :- !, safe_body(Mode, A, SA), safe_body(Mo
 safe_body(Mode, (A *-> B), (SA *-> SB)) :- !, safe_body(Mode, A, SA), safe_body(Mode, B, SB).
 safe_body(Mode, \+ A, \+ SA) :- !, safe_body(Mode, A, SA).
 safe_body(_, !, !) :- !.
-safe_body(trusted, G, user:safe_assert(How, Clause)) :-   % clauses the KB asserts are sandboxed too
-    nonvar(G), G =.. [How, Clause], memberchk(How, [assert, asserta, assertz]), !.
+safe_body(trusted, G, user:safe_assert(How, Clause, Rest)) :-   % clauses the KB asserts: sandboxed too
+    G =.. [How, Clause|Rest], memberchk(How, [assert, asserta, assertz]), !.
+safe_body(Mode, apply(C, Args), Safe) :- !,      % apply/2's closure is not declared a goal argument
+    (   Mode == checked -> throw(refused(apply/2))
+    ;   var(C) -> Safe = user:lp_apply(C, Args)
+    ;   Safe = apply(C, Args)
+    ).
 safe_body(Mode, G, Safe) :-
     (   callable(G) -> true ; throw(error(type_error(callable, G), _)) ),
     functor(G, N, A),
@@ -251,7 +256,11 @@ safe_lambda(Free/Lambda, Free/Safe) :- nonvar(Lambda), !, safe_lambda(Lambda, Sa
 safe_lambda(Params>>Body, Params>>Safe) :- !, safe_body(trusted, Body, Safe).
 safe_lambda(C, C).
 safe_arg(Mode, ^, G, Safe) :- !, safe_carets(Mode, G, Safe).
-safe_arg(Mode, //, G, G) :- !, ( Mode == trusted -> true ; throw(refused(G)) ).
+safe_arg(Mode, //, G, Safe) :- !,                % a grammar body: called with two more arguments
+    (   var(G) -> Safe = user:lp_closure(G)
+    ;   Mode == trusted -> Safe = G
+    ;   throw(refused(G))
+    ).
 safe_arg(_, _, A, A).
 
 safe_carets(Mode, G, Safe) :- nonvar(G), G = V^Inner, !, Safe = V^SafeInner, safe_carets(Mode, Inner, SafeInner).
@@ -259,11 +268,13 @@ safe_carets(Mode, G, Safe) :- safe_body(Mode, G, Safe).
 
 user:checked(G) :- safe_body(checked, G, Safe), call(kb:Safe).
 
-user:safe_assert(How, Clause0) :-
+user:safe_assert(How, Clause0, Rest) :-
     strip_module(kb:Clause0, M, Clause),
     (   nonvar(Clause), Clause = (H :- B) -> safe_body(trusted, B, SafeB), Safe = (H :- SafeB) ; Safe = Clause ),
-    Goal =.. [How, M:Safe],
+    Goal =.. [How, M:Safe|Rest],
     call(Goal).
+
+user:lp_apply(C, Args) :- closure_goal(C, Args, G), user:checked(G).
 
 % Clauses the KB's directives asserted while it loaded get the same rewriting as its source clauses.
 sandbox_asserted :-
@@ -293,7 +304,8 @@ closure_goal(C, Extra, G) :-
 unwrap(T, T) :- var(T), !.
 unwrap(user:checked(G), U) :- !, unwrap(G, U).
 unwrap(user:lp_closure(C), U) :- !, unwrap(C, U).
-unwrap(user:safe_assert(How, C), U) :- !, unwrap(C, UC), U =.. [How, UC].
+unwrap(user:safe_assert(How, C, Rest), U) :- !, unwrap(C, UC), U =.. [How, UC|Rest].
+unwrap(user:lp_apply(C, Args), apply(UC, Args)) :- !, unwrap(C, UC).
 unwrap(T, U) :- compound(T), !,
     compound_name_arguments(T, N, Args), maplist(unwrap, Args, UArgs), compound_name_arguments(U, N, UArgs).
 unwrap(T, T).

@@ -33,6 +33,9 @@ place('münchen').
 :- assertz((runs(G) :- G)).
 later(G) :- assertz((stored(X) :- call(X))), stored(G).
 each(Gs) :- maplist([G]>>call(G), Gs).
+applied(G, Args) :- apply(G, Args).
+parsed(G, L) :- phrase(G, L).
+greeting --> [hello].
 """
 
 
@@ -81,7 +84,8 @@ HOSTILE = ["holds(shell('touch {m}'))", "apply_all([shell], 'touch {m}')", "X = 
            "holds(forall(member(C, [shell('touch {m}')]), call(C)))", "holds(system:shell('touch {m}'))",
            "holds(holds(\\+ \\+ shell('touch {m}')))", "apply_all([holds], shell('touch {m}'))",
            "holds(aggregate_all(count, shell('touch {m}'), _))", "holds(G =.. [shell, 'touch {m}'])",
-           "runs(shell('touch {m}'))", "later(shell('touch {m}'))", "each([nice(a), shell('touch {m}')])"]
+           "runs(shell('touch {m}'))", "later(shell('touch {m}'))", "each([nice(a), shell('touch {m}')])",
+           "applied(shell, ['touch {m}'])", "parsed(shell, ['touch {m}'])"]
 
 
 @pytest.mark.parametrize("goal", HOSTILE)
@@ -99,8 +103,8 @@ def test_model_text_never_runs_through_the_kbs_meta_calls(kbcli, kb, tmp_path, g
 def test_legitimate_meta_calls_to_kb_predicates_keep_working(kbcli, kb):
     results = prove(kbcli, kb, "holds(edge(a, X))", "apply_all([nice], a)", "holds(maplist(edge(c), [a, d]))",
                     "holds(findall(Y, path(a, Y), L))", "X = nice(Y), holds(X)", "runs(nice(X))",
-                    "later(nice(a))", "each([nice(a), edge(a, b)])")
-    assert [r["status"] for r in results] == ["proved"] * 8
+                    "later(nice(a))", "each([nice(a), edge(a, b)])", "applied(edge(a), [b])", "parsed(greeting, [hello])")
+    assert [r["status"] for r in results] == ["proved"] * 10
     tree = results[1]["solutions"][0]["tree"]
     forall = tree["children"][0]
     assert forall["clause"] == "forall/2" and forall["children"][1]["goal"] == "nice(a)"
