@@ -81,6 +81,7 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
     forall(own_predicate(N, A), assertz(kb_pred(N, A))),
     sandbox_asserted,
     table_left_recursion,
+    table_recursive_callers,
     findall(M, load_message_dict(M), Messages),
     findall(P, predicate_dict(P), Preds),
     findall(S, ( auto_tabled(N, A), format(string(S), "~w/~w", [N, A]) ), Tabled),
@@ -149,8 +150,32 @@ table_left_recursion :-
              \+ predicate_property(kb:H, number_of_rules(0)),      % facts only: nothing to recurse
              \+ predicate_property(kb:H, tabled), \+ predicate_property(kb:H, dynamic),
              \+ has_cut(H),
-             left_reaches(N/A, N/A) ),
+             reaches(left_edge, N/A, N/A) ),
            ( table(kb:N/A), assertz(auto_tabled(N, A)) )).
+
+% A recursive predicate that calls an automatically tabled one is tabled too: the tabled predicate's
+% answers come in the table's order, not the clauses', so a depth-first recursion over them (such as
+% reachable/2 over a symmetric linked/2) could run into a cycle before its first answer.
+table_recursive_callers :-
+    (   kb_pred(N, A), functor(H, N, A),
+        \+ predicate_property(kb:H, number_of_rules(0)),
+        \+ predicate_property(kb:H, tabled), \+ predicate_property(kb:H, dynamic),
+        \+ has_cut(H),
+        call_edge(N/A, M/B), auto_tabled(M, B),
+        reaches(call_edge, N/A, N/A)
+    ->  table(kb:N/A), assertz(auto_tabled(N, A)),
+        table_recursive_callers
+    ;   true
+    ).
+
+call_edge(N/A, M/B) :-
+    functor(H, N, A),
+    clause(kb:H, Body),
+    Body \== true,
+    sub_goal(Body, G),
+    callable(G), \+ G = _:_,
+    functor(G, M, B),
+    kb_pred(M, B).
 
 has_cut(H) :- clause(kb:H, Body), sub_goal(Body, G), G == !, !.
 
@@ -158,6 +183,11 @@ sub_goal(B, B).
 sub_goal((A, B), G) :- ( sub_goal(A, G) ; sub_goal(B, G) ).
 sub_goal((A ; B), G) :- ( sub_goal(A, G) ; sub_goal(B, G) ).
 sub_goal((A -> B), G) :- ( sub_goal(A, G) ; sub_goal(B, G) ).
+sub_goal((A *-> B), G) :- ( sub_goal(A, G) ; sub_goal(B, G) ).
+sub_goal(\+ A, G) :- sub_goal(A, G).
+sub_goal(findall(_, A, _), G) :- sub_goal(A, G).
+sub_goal(forall(A, B), G) :- ( sub_goal(A, G) ; sub_goal(B, G) ).
+sub_goal(aggregate_all(_, A, _), G) :- sub_goal(A, G).
 
 left_edge(N/A, M/B) :-
     functor(H, N, A),
@@ -176,16 +206,17 @@ first_goal((A *-> _), G) :- !, first_goal(A, G).
 first_goal(\+ A, G) :- !, first_goal(A, G).
 first_goal(G, G).
 
-left_reaches(From, To) :- left_reaches([From], [From], To).
+% reaches(+Edge, +From, +To): To is reachable from From over call(Edge, P, Q) steps (breadth first).
+reaches(Edge, From, To) :- reaches(Edge, [From], [From], To).
 
-left_reaches([P|Queue], Seen, To) :-
-    findall(Q, left_edge(P, Q), Qs0),
+reaches(Edge, [P|Queue], Seen, To) :-
+    findall(Q, call(Edge, P, Q), Qs0),
     sort(Qs0, Qs),
     (   memberchk(To, Qs) -> true
     ;   subtract(Qs, Seen, New),
         append(Seen, New, Seen1),
         append(Queue, New, Queue1),
-        left_reaches(Queue1, Seen1, To)
+        reaches(Edge, Queue1, Seen1, To)
     ).
 
 % --- the sandbox --------------------------------------------------------------------------------

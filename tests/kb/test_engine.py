@@ -78,6 +78,22 @@ def test_left_recursion_is_tabled_and_complete(kbcli, kb):
         assert not any(n.startswith("$") or n.startswith("start_tabling") for n in names)
 
 
+def test_a_recursive_caller_of_an_auto_tabled_predicate_is_tabled_too(kbcli, tmp_path):
+    """linked/2 is left-recursive (tabled); reachable/2 recurses over its answers, which come in the
+    table's order: tabled as well, it ends with complete answers instead of running into a cycle."""
+    path = tmp_path / "walk.pl"
+    path.write_text("walkway(library, gym). walkway(gym, pool). walkway(pool, stadium). walkway(lab, shed).\n"
+                    "linked(A, B) :- walkway(A, B).\nlinked(A, B) :- linked(B, A).\n"
+                    "reachable(A, B) :- linked(A, B).\nreachable(A, C) :- linked(A, B), reachable(B, C).\n")
+    with KnowledgeBase(path) as base:
+        assert base.auto_tabled == ["linked/2", "reachable/2"]
+    there, nowhere, everything = prove(kbcli, path, "reachable(library, stadium)", "reachable(library, shed)",
+                                       "aggregate_all(count, reachable(library, _), N)")
+    assert there["status"] == "proved" and there["truncated"] is False
+    assert nowhere["status"] == "failed"
+    assert everything["solutions"][0]["bindings"] == {"N": "4"}  # gym, pool, stadium and library itself
+
+
 HOSTILE = ["holds(shell('touch {m}'))", "apply_all([shell], 'touch {m}')", "X = shell('touch {m}'), holds(X)",
            "holds((member(G, [shell('touch {m}')]), G))", "holds(call(shell, 'touch {m}'))",
            "holds(findall(x, shell('touch {m}'), _))", "holds(maplist(shell, ['touch {m}']))",
