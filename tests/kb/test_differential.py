@@ -44,7 +44,8 @@ bindings(Ns, Dict) :-
 
 def generate(rng: random.Random) -> tuple[str, list[str], list[str]]:
     """A KB (facts, left and right recursion, cut, negation, arithmetic, if-then-else, aggregates,
-    exceptions, tabling), goals over it, and the predicates the engine must table by itself."""
+    exceptions, tabling), goals over it, and the predicates the engine must table by itself (r/2 is
+    left-recursive; rr/2 recurses over r/2's tabled answers)."""
     consts = list("abcde"[: rng.randint(3, 5)])
     lines = [f"e({rng.choice(consts)}, {rng.choice(consts)})." for _ in range(rng.randint(2, 7))]
     order = rng.sample(consts, len(consts))
@@ -67,9 +68,12 @@ def generate(rng: random.Random) -> tuple[str, list[str], list[str]]:
         "mx/3": ["mx(X, Y, Z) :- v(X, A), v(Y, B), ( A >= B -> Z = X ; Z = Y )."],
         "nr/2": ["nr(X, Y) :- anc(X, Y), \\+ e(X, Y)."],
     }
+    rules["rr/2"] = ["rr(X, Y) :- r(X, Y).", "rr(X, Z) :- r(X, Y), rr(Y, Z)."]  # recursion over tabled r/2
     chosen = [name for name in rules if rng.random() < 0.7]
     if "nr/2" in chosen and "anc/2" not in chosen:
         chosen.append("anc/2")
+    if "rr/2" in chosen and "r/2" not in chosen:
+        chosen.remove("rr/2")
     for name in chosen:
         lines += rules[name]
 
@@ -86,10 +90,13 @@ def generate(rng: random.Random) -> tuple[str, list[str], list[str]]:
               "(e(X, Y) ; e(Y, X))", "v(X, V), ( V > 2 -> R = hi ; R = lo )", "catch(X is 1 // 0, _, X = caught)"]
     if "r/2" in chosen:
         extras += ["r(X, Y), \\+ e(X, Y)", "aggregate_all(count, r(_, _), N)", "\\+ r(a, a)", "r(X, X)"]
+    if "rr/2" in chosen:
+        extras += ["rr(a, X)", "aggregate_all(count, rr(_, _), N)"]
     if "anc/2" in chosen:
         extras += ["anc(X, Y), v(X, A), v(Y, B), A > B", "forall(anc(X, Y), o(X, _))"]
     goals += rng.sample(extras, 3)
-    return "\n".join(lines) + "\n", goals, ["r/2"] if "r/2" in chosen else []
+    tabled = [name for name in ("r/2", "rr/2") if name in chosen]
+    return "\n".join(lines) + "\n", goals, tabled
 
 
 def oracle(tmp: Path, kb_text: str, goals: list[str], name: str) -> list[dict]:
