@@ -268,3 +268,27 @@ def test_deep_and_long_terms_read_and_write_without_recursion():
     assert show(total).startswith("0 + 1 + 2") and canonical(total).count("'+'(") == 19999
     negations = parse_term("\\+ " * 3000 + "a")
     assert show(negations) == "\\+ " * 3000 + "a"
+
+
+def test_a_kb_is_compiled_once_and_then_loaded_from_the_cache(kbcli, tmp_path, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("LOGICPIPE_KB_CACHE", str(cache))
+    path = tmp_path / "warned.pl"
+    path.write_text("p(a).\np(b).\nq(X) :- p(Y).\nr(X) :- p(X).\n")
+    first = kbcli("kb", "prove", str(path), "r(X)")
+    [compiled] = list(cache.glob("*/kb.qlf"))
+    stamp = compiled.stat().st_mtime_ns
+    second = kbcli("kb", "prove", str(path), "r(X)")
+    assert compiled.stat().st_mtime_ns == stamp  # loaded, not compiled again
+    for done in (first, second):  # the same answers, trees and load warnings either way
+        assert done.returncode == 0 and f"{path}:3: warning: Singleton variables: [X,Y]" in done.stderr
+        assert "solution 2: X = b" in done.stdout and f"r(b)  [{path}:4]" in done.stdout
+    path.write_text("p(a).\nr(X) :- p(X).\n")  # new content: a new entry
+    assert "solution 2" not in kbcli("kb", "prove", str(path), "r(X)").stdout
+    assert len(list(cache.glob("*/kb.qlf"))) == 2
+    broken = tmp_path / "broken.pl"
+    broken.write_text("ok(a).\nbad(X :- .\n")
+    for _ in range(2):  # a KB with errors is never kept compiled: each load reports them
+        done = kbcli("kb", "prove", str(broken), "ok(a)")
+        assert done.returncode == 2 and f"{broken}:2" in done.stderr
+    assert len(list(cache.glob("*/kb.qlf"))) == 2
