@@ -179,6 +179,7 @@ call_edge(N/A, M/B) :-
 
 has_cut(H) :- clause(kb:H, Body), sub_goal(Body, G), G == !, !.
 
+sub_goal(V, _) :- var(V), !, fail.
 sub_goal(B, B).
 sub_goal((A, B), G) :- ( sub_goal(A, G) ; sub_goal(B, G) ).
 sub_goal((A ; B), G) :- ( sub_goal(A, G) ; sub_goal(B, G) ).
