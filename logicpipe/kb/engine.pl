@@ -471,7 +471,8 @@ ex((C -> T), D, Anc, Nodes) :- !,
     native(C), !, ex_det(C, D, Anc, N1), ex(T, D, Anc, N2), append(N1, N2, Nodes).
 ex(\+ G, D, Anc, [node(\+ G, "negation as failure: the negated goal fails", Why, true)]) :- !,
     \+ native(G),
-    why_not(G, D, Anc, Why).
+    D1 is D - 1,
+    why_not(G, D1, Anc, Why).
 ex(user:checked(G), D, Anc, Nodes) :- !,
     safe_body(checked, G, Safe), ex(Safe, D, Anc, Nodes).
 ex(kb:G, D, Anc, Nodes) :- !, ex(G, D, Anc, Nodes).
@@ -516,7 +517,7 @@ why(G, D, Anc, node(G, Label, Children, true)) :-
 
 % The subtrees under an aggregate or forall: up to five of the inner goal's solutions.
 inner_trees(G, D, Anc, Children) :-
-    inner_goal(G, Inner), !,
+    D > 0, inner_goal(G, Inner), !,
     D1 is D - 1,
     findall(Ns, limit(5, ex(Inner, D1, Anc, Ns)), Lists),
     append(Lists, Children).
@@ -537,6 +538,7 @@ strip_carets(_^G, I) :- !, strip_carets(G, I).
 strip_carets(G, G).
 
 % why_not(+G, +D, +Anc, -Nodes): G fails; the explored alternatives, as for a failed query.
+why_not(_, D, _, []) :- D =< 0, !.
 why_not(G, D, Anc, Nodes) :-
     (   catch(exp(G, D, Anc, Nodes, _, _), _, fail) -> true ; Nodes = [] ).
 
@@ -558,10 +560,11 @@ exp((A ; B), D, Anc, Nodes, Proved, false) :- !,
     (   P1 == true -> Nodes = N1, Proved = true
     ;   exp(B, D, Anc, N2, Proved, _), append(N1, N2, Nodes) ).
 exp(\+ G, D, Anc, [Node], Proved, false) :- !,
+    D1 is D - 1,
     (   native(G)
-    ->  ex_det(G, D, Anc, Inner),
+    ->  ( D1 > 0 -> ex_det(G, D1, Anc, Inner) ; Inner = [] ),
         Node = node(\+ G, "negation as failure: the negated goal holds", Inner, false), Proved = false
-    ;   why_not(G, D, Anc, Why),
+    ;   why_not(G, D1, Anc, Why),
         Node = node(\+ G, "negation as failure: the negated goal fails", Why, true), Proved = true ).
 exp(user:checked(G), D, Anc, Nodes, Proved, false) :- !,
     safe_body(checked, G, Safe), exp(Safe, D, Anc, Nodes, Proved, _).
@@ -618,10 +621,20 @@ name_fresh('$VAR'(Name), I, I1) :-
     Letter is 0'A + I mod 26, Round is I // 26,
     (   Round =:= 0 -> format(atom(Name), "_~c", [Letter]) ; format(atom(Name), "_~c~d", [Letter, Round]) ).
 
-node_dict(node(G, Label, Children, Proved), _{goal: S, clause: L, children: Cs, proved: Proved}) :-
+% However the tree was built, what is sent is at most export_depth levels deep (Python reads it).
+export_depth(70).   % pydantic reads a record back (a resumed run) up to about 100 node levels
+
+node_dict(Node, Dict) :- node_dict(1, Node, Dict).
+
+node_dict(Level, node(G, Label, Children, Proved), _{goal: S, clause: L, children: Cs, proved: Proved}) :-
     text(G, S),
-    label_text(Label, L),
-    maplist(node_dict, Children, Cs).
+    export_depth(Max),
+    (   Level >= Max, Children \== []
+    ->  L = "tree depth limit: not expanded", Cs = []
+    ;   label_text(Label, L),
+        Next is Level + 1,
+        maplist(node_dict(Next), Children, Cs)
+    ).
 
 label_text(Label, Text) :- string(Label), !, Text = Label.
 label_text(Label, Text) :- format(string(Text), "~w", [Label]).

@@ -160,7 +160,7 @@ class PrologProcess:
         line = self._read_reply(time.monotonic() + timeout)
         try:
             reply = json.loads(line)
-        except ValueError as exc:  # also RecursionError: a reply is data, never a crash of the batch
+        except (ValueError, RecursionError) as exc:  # a reply is data, never a crash of the batch
             raise ProgramExecutionError(f"SWI-Prolog sent an unreadable reply: {exc}") from None
         if set(reply) == {"error"}:
             raise ProgramExecutionError(f"SWI-Prolog: {reply['error'].strip()}")

@@ -6,6 +6,7 @@ import subprocess
 
 import pytest
 
+from logicpipe.kb.ask import AskRecord
 from logicpipe.kb.knowledge import KnowledgeBase
 from logicpipe.kb.terms import canonical, parse_goals, parse_term, show
 from logicpipe.solvers.lp import swipl_path
@@ -147,7 +148,7 @@ def test_hostile_and_deep_goals_through_ask_and_validate_batches(kbcli, kb, tmp_
     nested = "X = " + "f(" * 500 + "a" + ")" * 500
     goals = {"evil": f"holds(shell('touch {marker}')).", "loop": f"apply_all([shell], 'touch {marker}').",
              "deep": nested + ".", "sum": "X is " + " + ".join(["1"] * 1500) + ".", "fine": "path(a, d).",
-             "op": "X ===> b."}
+             "op": "X ===> b.", "negs": "\\+ " * 301 + "nice(b)."}
     questions = tmp_path / "q.jsonl"
     questions.write_text("".join(json.dumps({"id": k, "question": k}) + "\n" for k in goals))
     answers = tmp_path / "a.jsonl"
@@ -163,13 +164,15 @@ def test_hostile_and_deep_goals_through_ask_and_validate_batches(kbcli, kb, tmp_
     assert sorted(records) == sorted(goals)
     status = {k: r["results"][0]["status"] for k, r in records.items()}
     assert status == {"evil": "unknown", "loop": "unknown", "deep": "proved", "sum": "proved", "fine": "proved",
-                      "op": "proved"}
+                      "op": "proved", "negs": "proved"}
+    for line in (tmp_path / "ask.jsonl").read_text().splitlines():  # a resumed run reads every record back
+        AskRecord.model_validate_json(line)
     assert records["op"]["goals"] == ["X ===> b"]
     assert records["sum"]["results"][0]["solutions"][0]["bindings"] == {"X": "1500"}
     assert "could not decide holds(shell(" in records["evil"]["context"]
     verdicts = {r["id"]: r["claims"][0]["verdict"] for r in map(json.loads, (tmp_path / "v.jsonl").read_text().splitlines())}
     assert verdicts == {"evil": "unknown", "loop": "unknown", "deep": "true", "sum": "true", "fine": "true",
-                        "op": "true"}
+                        "op": "true", "negs": "true"}
 
 
 def test_a_proof_500_levels_deep_is_answered_and_its_tree_cut_at_a_bounded_depth(kbcli, tmp_path):
