@@ -12,7 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core.errors import LogicPipeError
+from ..core.errors import LogicPipeError, ProgramParseError
 from ..core.records import Usage
 from ..llm import LLMError, Request
 from .flow import Flow, Input, Settings, add_usage, prompt
@@ -48,8 +48,10 @@ def judge(kb: KnowledgeBase, claim: str, goal: str | None, percepts: Sequence[Pe
         return Claim(claim=claim, goal=None, verdict=UNTRANSLATABLE, reason="no goal over the KB's predicates")
     try:
         result = kb.prove(goal, percepts)
-    except LogicPipeError as exc:
+    except ProgramParseError as exc:  # unreadable, or calls what it may not: not a goal over the KB
         return Claim(claim=claim, goal=goal, verdict=UNTRANSLATABLE, reason=str(exc))
+    except LogicPipeError as exc:  # the engine failed or timed out: the search did not finish
+        return Claim(claim=claim, goal=goal, verdict=UNKNOWN_VERDICT, reason=str(exc))
     if result["proved"]:
         return Claim(claim=claim, goal=result["goal"], verdict=TRUE, proof=result["solutions"][0]["tree"])
     if result["status"] == UNKNOWN:

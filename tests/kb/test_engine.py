@@ -7,8 +7,9 @@ import subprocess
 import pytest
 
 from logicpipe.kb.ask import AskRecord
-from logicpipe.kb.knowledge import KnowledgeBase
+from logicpipe.kb.knowledge import KnowledgeBase, parse_percept
 from logicpipe.kb.terms import canonical, parse_goals, parse_term, show
+from logicpipe.kb.validate import judge
 from logicpipe.solvers.lp import swipl_path
 from logicpipe.testing import FakeOpenAI
 
@@ -295,3 +296,12 @@ def test_a_kb_is_compiled_once_and_then_loaded_from_the_cache(kbcli, tmp_path, m
         done = kbcli("kb", "prove", str(broken), "ok(a)")
         assert done.returncode == 2 and f"{broken}:2" in done.stderr
     assert len(list(cache.glob("*/kb.qlf"))) == 2
+
+
+def test_validate_gives_unknown_when_the_engine_cannot_run_the_goal(kb):
+    with KnowledgeBase(kb) as base:
+        broken = judge(base, "a is nice", "nice(a)", [parse_percept("nice=b")])  # nice/1 is static in the KB
+        assert broken.verdict == "unknown" and "defined statically" in broken.reason
+        assert judge(base, "it holds", "broken").verdict == "unknown"
+        assert judge(base, "d has an edge", "edge(d, _)").verdict == "not derivable"
+        assert judge(base, "shell", "shell(x)").verdict == "untranslatable"
