@@ -1,5 +1,8 @@
 """Benchmark `logicpipe kb`.
 
+0. Load and per-goal times on a generated KB of --facts facts (and a chain --chain links deep), for the
+   engine (first load, which compiles, and a load from the compiled cache) beside plain `swipl`
+   consulting the same file and timing the same goals in the same run.
 1. Proofs per second for `kb prove`'s engine, with one long-lived SWI-Prolog per worker, beside a
    baseline measured in the same run: a fresh Prolog process (start, load, prove) per proof.
 2. `kb validate` on statements whose gold labels come from the KB itself (derivable facts are true;
@@ -8,7 +11,7 @@
    model named with --model (each statement is sent as an answer to split and translate).
    --fake runs the model path against the local test server replying with the right goals.
 
-usage: python scripts/benchmark_kb.py [--kb examples/kb/campus.pl] [--percepts examples/kb/now.txt]
+usage: python scripts/benchmark_kb.py [--facts 100000] [--chain 3000] [--kb examples/kb/campus.pl] [--percepts examples/kb/now.txt]
        [--proofs 2000] [--workers 1,2] [--model NAME ... --base-url URL] [--fake] [--limit N]
 """
 
@@ -16,6 +19,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import subprocess
 import tempfile
 import threading
 import time
@@ -29,6 +34,7 @@ from logicpipe.kb.prolog import ProofLimits
 from logicpipe.kb.validate import TRUE, UNTRANSLATABLE, ValidateRecord, judge, validate_flow
 from logicpipe.llm import LLMClient, LLMSettings
 from logicpipe.prompts import PromptSet
+from logicpipe.solvers.lp import swipl_path
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -65,6 +71,62 @@ def fresh_process_per_proof(kb: Path, percepts, goals: list[str], proofs: int) -
     return proofs / (time.perf_counter() - start)
 
 
+PLAIN = """
+main :- current_prolog_flag(argv, Argv), append(_, [KB, Repeats0|Goals], Argv), atom_number(Repeats0, Repeats),
+    get_time(T0), consult(KB), get_time(T1), format("load ~6f~n", [T1 - T0]),
+    forall(member(G0, Goals), ( term_string(G, G0), findall(G, G, _), get_time(S0),
+           forall(between(1, Repeats, _), findall(G, G, _)), get_time(S1),
+           format("goal ~6f~n", [(S1 - S0) / Repeats]) )).
+:- initialization(main, main).
+"""
+
+
+def big_kb(folder: Path, facts: int, chain: int) -> tuple[Path, list[str]]:
+    path = folder / "big.pl"
+    with path.open("w") as out:
+        for i in range(facts):
+            out.write(f"fact(n{i}, v{i % 100}, {i}).\n")
+        for i in range(chain):
+            out.write(f"link(c{i}, c{i + 1}).\n")
+        out.write("look(X, V) :- fact(X, V, _).\nreach(X, Y) :- link(X, Y).\n"
+                  "reach(X, Y) :- link(X, Z), reach(Z, Y).\n")
+    return path, [f"fact(n{facts * 7 // 9}, V, N)", "look(n500, V)", f"reach(c0, c{chain})"]
+
+
+def load_and_goal_times(facts: int, chain: int, repeats: int) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        kb, goals = big_kb(folder, facts, chain)
+        script = folder / "plain.pl"
+        script.write_text(PLAIN)
+        done = subprocess.run([swipl_path(), "-q", str(script), "--", str(kb), str(repeats), *goals],
+                              capture_output=True, text=True, check=True)
+        lines = [float(line.split()[1]) for line in done.stdout.splitlines()]
+        print(f"load and goals on {facts} facts + a {chain}-link chain; goal ms are means of {repeats} calls "
+              "after the first (which builds indexes); the engine's include its goal tree (64 levels at most)")
+        print(f"{'':<36}{'load s':>8}" + "".join(f"{g[:18]:>20}" for g in goals))
+        print(f"{'plain swipl (consult, findall)':<36}{lines[0]:>8.2f}"
+              + "".join(f"{t * 1000:>20.2f}" for t in lines[1:]))
+        os.environ["LOGICPIPE_KB_CACHE"] = str(folder / "cache")
+        for label in ("kb engine, first load (compiles)", "kb engine, load from the cache"):
+            start = time.perf_counter()
+            base = KnowledgeBase(kb, ProofLimits(max_solutions=1))
+            load = time.perf_counter() - start
+            times = []
+            for goal in goals:
+                term = base.check(goal)
+                result = base.prove_term(term)  # the first call builds SWI-Prolog's indexes
+                assert result["status"] == "proved", result
+                start = time.perf_counter()
+                for _ in range(repeats):
+                    base.prove_term(term)
+                times.append((time.perf_counter() - start) / repeats)
+            base.close()
+            print(f"{label:<36}{load:>8.2f}" + "".join(f"{t * 1000:>20.2f}" for t in times))
+        del os.environ["LOGICPIPE_KB_CACHE"]
+    print()
+
+
 def score_line(name: str, scores: Scores, seconds: float) -> str:
     return (f"{name:<28}{scores.precision:>10.3f}{scores.recall:>8.3f}{scores.accuracy:>10.3f}"
             f"{scores.untranslatable:>9}{seconds:>9.1f}")
@@ -90,6 +152,9 @@ def with_model(kb: KnowledgeBase, items: list[Statement], settings: LLMSettings)
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--facts", type=int, default=100_000, help="facts in the generated KB (0: skip part 0)")
+    parser.add_argument("--chain", type=int, default=3000, help="links in its chain (a proof this deep)")
+    parser.add_argument("--repeats", type=int, default=20, help="calls per goal timed in part 0")
     parser.add_argument("--kb", type=Path, default=ROOT / "examples/kb/campus.pl")
     parser.add_argument("--percepts", type=Path, default=ROOT / "examples/kb/now.txt")
     parser.add_argument("--questions", type=Path, default=ROOT / "examples/kb/questions.jsonl")
@@ -103,6 +168,8 @@ def main() -> None:
     args = parser.parse_args()
     percepts = read_percepts(args.percepts) if args.percepts else []
     goals = goals_of(args.questions)
+    if args.facts:
+        load_and_goal_times(args.facts, args.chain, args.repeats)
 
     print(f"kb prove on {args.kb.name}: {len(goals)} goals from {args.questions.name}, cycled")
     baseline = fresh_process_per_proof(args.kb, percepts, goals, args.baseline_proofs)

@@ -55,9 +55,9 @@ def ask_flow(kb: KnowledgeBase, item: Input, settings: Settings, context_mode: s
     if body.upper().rstrip(".") == "UNANSWERABLE" or not body:
         record.answer = f"{CANNOT_ADDRESS}: its predicates cannot express it."
         return record
-    terms, record.rejected = read_goals(body)
+    terms, record.rejected = read_goals(body, kb.operators)
     for term in terms:
-        record.goals.append(show(term))
+        record.goals.append(show(term, kb.operators))
         try:
             kb.check_term(term, item.percepts)
             record.results.append(kb.prove_term(term, item.percepts))

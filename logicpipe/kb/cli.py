@@ -53,7 +53,7 @@ def _open(path: Path, limits: ProofLimits, percepts: list[Percept]) -> Knowledge
     return base
 
 
-_DEPTH = typer.Option(200, "--depth", help="most nested KB calls per proof")
+_DEPTH = typer.Option(64, "--depth", help="levels of KB calls shown in each goal tree (at most 64); proofs are bounded by the other limits")
 _INFERENCES = typer.Option(2_000_000, "--inferences", help="most logical inferences per proof")
 _TIME = typer.Option(5.0, "--time", help="seconds per proof")
 _MEMORY = typer.Option(512, "--memory-mb", help="Prolog stack MB per proof")

@@ -14,6 +14,9 @@ from .safety import check_goal
 from .terms import Term, canonical, ground, parse_goals, parse_term, show
 
 NOT_DERIVABLE = "not derivable: false, or missing from the KB"
+# The three verdicts of a proof: the goal holds, the search finished without an answer, or it did not
+# finish (a limit, an error such as an undefined procedure, a refused call). Unknown is never false.
+PROVED, FAILED, UNKNOWN = "proved", "failed", "unknown"
 
 
 @dataclass
@@ -24,6 +27,7 @@ class Predicate:
     file: str
     dynamic: bool
     last_line: int = 0  # line of its last clause in `file`, where new facts go
+    tabled: bool = False  # by the KB's `:- table` or automatically (see KnowledgeBase.auto_tabled)
 
     @property
     def signature(self) -> str:
@@ -105,6 +109,10 @@ class KnowledgeBase:
         loaded = self.process.loaded
         self.messages = [LoadMessage(**m) for m in loaded["messages"]]
         self.predicates = [Predicate(**p) for p in loaded["predicates"]]
+        # Left-recursive predicates tabled by the engine so that they terminate with complete answers.
+        self.auto_tabled: list[str] = loaded["tabled"]
+        # Operators the KB declares (priority, type, name): goals may use them as the KB does.
+        self.operators: list[tuple[int, str, str]] = [(p, t, n) for p, t, n in loaded["operators"]]
         self.allowed = {(p.name, p.arity) for p in self.predicates} | {(p.name, 1) for p in self.percepts}
 
     @property
@@ -118,7 +126,7 @@ class KnowledgeBase:
 
     def check(self, text: str, percepts: Sequence[Percept] = ()) -> Term:
         """Parse one goal and check every called predicate; raises ProgramParseError/GoalRejected."""
-        goals = parse_goals(text)
+        goals = parse_goals(text, self.operators)
         if len(goals) != 1:
             raise ProgramParseError(f"expected one goal, found {len(goals)}", text=text)
         self.check_term(goals[0], percepts)
@@ -129,18 +137,21 @@ class KnowledgeBase:
         check_goal(term, self.allowed | {(p.name, 1) for p in percepts})
 
     def prove(self, text: str, percepts: Sequence[Percept] = ()) -> dict[str, Any]:
-        """A JSON-ready result: goal, proved, solutions (bindings, tree), explored tree when it failed."""
+        """A JSON-ready result (see prove_term)."""
         return self.prove_term(self.check(text, percepts), percepts)
 
     def prove_term(self, term: Term, percepts: Sequence[Percept] = ()) -> dict[str, Any]:
+        """{"goal", "status": proved|failed|unknown, "proved": status == proved, "solutions": [{bindings,
+        tree}], "truncated": more solutions may exist than shown} plus, when they apply, "reason" (why
+        the search did not finish: always there for unknown, and for a proved goal whose solution list a
+        limit cut), "limit" (time, inferences or memory) and "explored" (the tree of a failed search)."""
         reply = self.process.prove(canonical(term), [p.wire() for p in [*self.percepts, *percepts]])
-        result: dict[str, Any] = {"goal": show(term), "proved": reply["proved"], "solutions": reply["solutions"]}
-        if reply.get("explored") is not None:
-            result["explored"] = reply["explored"]
-        if reply.get("limit"):
-            result["limit"] = reply["limit"]
-        if reply.get("error"):
-            result["error"] = reply["error"]
+        result: dict[str, Any] = {"goal": show(term, self.operators), "status": reply["status"],
+                                  "proved": reply["status"] == PROVED, "solutions": reply["solutions"],
+                                  "truncated": reply["truncated"]}
+        for key in ("reason", "limit", "explored"):
+            if reply.get(key) is not None:
+                result[key] = reply[key]
         return result
 
     def sample_facts(self, per_predicate: int = 3) -> list[str]:

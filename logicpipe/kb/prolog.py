@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
+import re
 import resource
 import selectors
 import subprocess
@@ -15,23 +18,58 @@ from typing import Any
 
 from ..core.errors import ProgramExecutionError, SolverTimeout
 from ..solvers.lp import swipl_path
+from .safety import allowed_builtins
 
 ENGINE = Path(__file__).with_name("engine.pl")
 _REPLY = "@@reply "
 # Headroom over the Prolog stacks for the executable, its libraries and the atom table.
 _OVERHEAD_MB = 1024
+# Goal trees deeper than this are cut (the answers are not: SWI-Prolog finds them natively); each level
+# is two levels of JSON, which Python's json module and pydantic read recursively.
+MAX_TREE_DEPTH = 64
 
 
 @dataclass(frozen=True)
 class ProofLimits:
-    """Bounds for one proof: recursion depth, logical inferences, wall seconds, Prolog stack MB."""
+    """Bounds for one proof: goal-tree depth, logical inferences, wall seconds, Prolog stack MB."""
 
-    depth: int = 200
+    depth: int = 64  # levels of KB calls shown in a goal tree (at most MAX_TREE_DEPTH)
     inferences: int = 2_000_000
     seconds: float = 5.0
     memory_mb: int = 512
     max_solutions: int = 10
     load_seconds: float = 60.0  # loading runs the KB's own directives
+
+
+# KB files that load others by relative path are not copied into the cache (the copy would not find them).
+_LOADS_OTHERS = re.compile(r":-\s*(include|consult|ensure_loaded|load_files|\[)|use_module\((?!library\()")
+
+
+def cache_folder() -> Path | None:
+    """Where compiled KBs are kept ($LOGICPIPE_KB_CACHE, else ~/.cache/logicpipe/kb); None if unwritable."""
+    folder = Path(os.environ.get("LOGICPIPE_KB_CACHE") or Path.home() / ".cache" / "logicpipe" / "kb")
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return folder if os.access(folder, os.W_OK) else None
+
+
+def _cache_entry(path: Path, folder: Path) -> tuple[Path, Path] | None:
+    """(source copy, compiled .qlf) for a KB file, keyed by its content and the engine's; None if the
+    file cannot be cached."""
+    text = path.read_bytes()
+    if _LOADS_OTHERS.search(text.decode("utf-8", "replace")):
+        return None
+    key = hashlib.sha256(ENGINE.read_bytes() + b"\0" + text).hexdigest()[:32]
+    entry = folder / key
+    entry.mkdir(exist_ok=True)
+    source = entry / "kb.pl"
+    if not source.exists():
+        partial = entry / f"kb.pl.{os.getpid()}"
+        partial.write_bytes(text)
+        partial.replace(source)
+    return source, entry / "kb.qlf"
 
 
 class PrologProcess:
@@ -51,8 +89,41 @@ class PrologProcess:
         self._ready = True
 
     def _load(self) -> dict[str, Any]:
-        files = [{"path": str(p.resolve()), "name": n} for p, n in self.files]
-        return self.request({"op": "load", "files": files}, self.limits.load_seconds)
+        """Load the KB, through the compiled cache where it can: the first process to meet a file's
+        content compiles it (under a lock, so concurrent ones wait and then load the result)."""
+        builtins = [[name, arity] for name, arity in sorted(allowed_builtins())]
+        folder = cache_folder()
+        files: list[dict[str, Any]] = []
+        locks = []
+        try:
+            for path, name in self.files:
+                wire: dict[str, Any] = {"path": str(path.resolve()), "name": name, "qlf": None}
+                entry = _cache_entry(path, folder) if folder else None
+                if entry:
+                    source, qlf = entry
+                    lock = open(qlf.with_suffix(".lock"), "w")
+                    locks.append(lock)
+                    fcntl.flock(lock, fcntl.LOCK_EX)
+                    cached = qlf.exists() and qlf.with_suffix(".messages.json").exists()
+                    wire.update(source=str(source), qlf=str(qlf), compile=not cached)
+                files.append(wire)
+            loaded = self.request({"op": "load", "files": files, "builtins": builtins}, self.limits.load_seconds)
+            failed = any(m["kind"] == "error" for m in loaded["messages"])
+            for wire in files:
+                if wire["qlf"] is None:
+                    continue
+                # A compiled file's warnings are kept beside it and shown again on every load from it.
+                saved = Path(wire["qlf"]).with_suffix(".messages.json")
+                if not wire["compile"]:
+                    loaded["messages"] += [dict(m, file=wire["name"]) for m in json.loads(saved.read_text())]
+                elif failed:  # a KB with errors is not kept compiled: the next load reports them again
+                    Path(wire["qlf"]).unlink(missing_ok=True)
+                else:
+                    saved.write_text(json.dumps([m for m in loaded["messages"] if m["file"] == wire["name"]]))
+            return loaded
+        finally:
+            for lock in locks:
+                lock.close()
 
     def _start(self) -> subprocess.Popen:
         memory = self.limits.memory_mb
@@ -69,10 +140,12 @@ class PrologProcess:
     def prove(self, goal: str, percepts: list[dict[str, str]] | None = None) -> dict[str, Any]:
         """`goal` must be canonical text from terms.canonical (checked by safety.check_goal)."""
         limits = self.limits
-        request = {"op": "prove", "goal": goal, "depth": limits.depth, "inferences": limits.inferences,
-                   "time": limits.seconds, "max_solutions": limits.max_solutions, "percepts": percepts or []}
-        # Prolog enforces the time limit itself; the grace covers a process that stops answering.
-        return self.request(request, limits.seconds + 10.0)
+        request = {"op": "prove", "goal": goal, "depth": min(limits.depth, MAX_TREE_DEPTH),
+                   "inferences": limits.inferences, "time": limits.seconds,
+                   "max_solutions": limits.max_solutions, "percepts": percepts or []}
+        # Prolog enforces the time limit itself, once for the search, once per explained solution and
+        # once for a failed search's exploration; the grace covers a process that stops answering.
+        return self.request(request, limits.seconds * (limits.max_solutions + 2) + 10.0)
 
     def request(self, payload: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
         stdin = self._process.stdin
@@ -85,7 +158,10 @@ class PrologProcess:
             self._restart()
             raise ProgramExecutionError(f"SWI-Prolog exited: {message}") from None
         line = self._read_reply(time.monotonic() + timeout)
-        reply = json.loads(line)
+        try:
+            reply = json.loads(line)
+        except (ValueError, RecursionError) as exc:  # a reply is data, never a crash of the batch
+            raise ProgramExecutionError(f"SWI-Prolog sent an unreadable reply: {exc}") from None
         if set(reply) == {"error"}:
             raise ProgramExecutionError(f"SWI-Prolog: {reply['error'].strip()}")
         return reply

@@ -2,48 +2,70 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from typing import Any
 
-from .knowledge import NOT_DERIVABLE
+from .knowledge import FAILED, NOT_DERIVABLE, PROVED
 
 Node = dict[str, Any]
 
 
-def text_tree(node: Node, prefix: str = "", last: bool = True, root: bool = True) -> list[str]:
-    mark = "" if node.get("proved", True) else "  ✗"
-    line = f"{node['goal']}  [{node['clause']}]{mark}"
-    lines = [line if root else prefix + ("└── " if last else "├── ") + line]
-    inner = "" if root else prefix + ("    " if last else "│   ")
-    children = node.get("children", [])
-    for index, child in enumerate(children):
-        lines += text_tree(child, inner, index == len(children) - 1, root=False)
+def _depth_first(node: Node) -> Iterator[tuple[Node, list[bool]]]:
+    """Each node with, per ancestor level, whether that ancestor was a last child (an explicit stack:
+    a tree as deep as its data allows, no recursion limit)."""
+    stack: list[tuple[Node, list[bool]]] = [(node, [])]
+    while stack:
+        current, lasts = stack.pop()
+        yield current, lasts
+        children = current.get("children", [])
+        for index in range(len(children) - 1, -1, -1):
+            stack.append((children[index], [*lasts, index == len(children) - 1]))
+
+
+def text_tree(node: Node) -> list[str]:
+    lines = []
+    for current, lasts in _depth_first(node):
+        mark = "" if current.get("proved", True) else "  ✗"
+        line = f"{current['goal']}  [{current['clause']}]{mark}"
+        if lasts:
+            prefix = "".join("    " if last else "│   " for last in lasts[:-1])
+            line = prefix + ("└── " if lasts[-1] else "├── ") + line
+        lines.append(line)
     return lines
+
+
+def verdict_line(result: dict[str, Any]) -> str:
+    """What the search found: proved, failed (it finished: false, or missing from the KB), or unknown
+    (it did not finish: a limit, an error, a refused call); never a limit read as false."""
+    status = result["status"]
+    if status == PROVED:
+        more = f" (solutions cut: {result.get('reason') or 'more than --max-solutions'})" if result["truncated"] else ""
+        return f"yes: proved{more}"
+    if status == FAILED:
+        return f"no: {NOT_DERIVABLE}"
+    return f"unknown: {result.get('reason', 'the search did not finish')}"
 
 
 def text_result(result: dict[str, Any]) -> str:
     lines = [f"?- {result['goal']}."]
-    if result.get("error"):
-        lines.append(f"   error: {result['error']}")
     for number, solution in enumerate(result["solutions"], start=1):
         bindings = ", ".join(f"{k} = {v}" for k, v in solution["bindings"].items()) or "true"
         lines.append(f"solution {number}: {bindings}")
         lines += ["  " + line for line in text_tree(solution["tree"])]
-    if not result["proved"]:
-        limit = f" (stopped at the {result['limit']} limit)" if result.get("limit") else ""
-        lines.append(f"no: {NOT_DERIVABLE}{limit}")
-        if result.get("explored"):
-            lines.append("explored:")
-            lines += ["  " + line for line in text_tree(result["explored"])]
+    lines.append(verdict_line(result))
+    if result.get("explored"):
+        lines.append("explored:")
+        lines += ["  " + line for line in text_tree(result["explored"])]
     return "\n".join(lines)
 
 
-def _walk(node: Node, counter: Iterator[int], parent: int | None = None) -> Iterator[tuple[int, int | None, Node]]:
-    me = next(counter)
-    yield me, parent, node
-    for child in node.get("children", []):
-        yield from _walk(child, counter, me)
+def _walk(node: Node, counter: Iterator[int]) -> Iterator[tuple[int, int | None, Node]]:
+    stack: list[tuple[Node, int | None]] = [(node, None)]
+    while stack:
+        current, parent = stack.pop()
+        me = next(counter)
+        yield me, parent, current
+        stack.extend((child, me) for child in reversed(current.get("children", [])))
 
 
 def _trees(result: dict[str, Any]) -> list[tuple[str, Node]]:
@@ -53,15 +75,21 @@ def _trees(result: dict[str, Any]) -> list[tuple[str, Node]]:
     return trees
 
 
+def _dot_string(text: str) -> str:
+    """A DOT quoted string: only backslash and double quote escaped, newlines as \\n; any other
+    character as it is (Graphviz reads UTF-8, but not JSON's \\u escapes)."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n") + '"'
+
+
 def dot(results: list[dict[str, Any]]) -> str:
     lines = ["digraph proofs {", "  node [shape=box, fontname=monospace];"]
     counter = iter(range(1_000_000))
     for g, result in enumerate(results):
         for title, tree in _trees(result):
-            lines.append(f"  subgraph cluster_{g}_{len(lines)} {{ label={json.dumps(result['goal'] + ' — ' + title)};")
+            lines.append(f"  subgraph cluster_{g}_{len(lines)} {{ label={_dot_string(result['goal'] + ' — ' + title)};")
             for me, parent, node in _walk(tree, counter):
                 style = "" if node.get("proved", True) else ", color=red"
-                label = json.dumps(f"{node['goal']}\n{node['clause']}")
+                label = _dot_string(f"{node['goal']}\n{node['clause']}")
                 lines.append(f"    n{me} [label={label}{style}];")
                 if parent is not None:
                     lines.append(f"    n{parent} -> n{me};")
@@ -93,31 +121,35 @@ def _reason(node: Node) -> str:
 
 def _explain(node: Node) -> list[str]:
     """One sentence per rule application, outermost first: "G holds by file:line, because A; B."."""
-    children = node.get("children", [])
-    if not children:
-        return []
-    because = "; ".join(_reason(c) for c in children)
-    sentences = [f"{node['goal']} holds by {node['clause']}, because {because}."]
-    for child in children:
-        sentences += _explain(child)
+    sentences = []
+    for current, _ in _depth_first(node):
+        children = current.get("children", [])
+        if children:
+            because = "; ".join(_reason(c) for c in children)
+            sentences.append(f"{current['goal']} holds by {current['clause']}, because {because}.")
     return sentences
 
 
 def _failures(node: Node) -> list[str]:
     """The failed leaves of an explored tree: where each attempt broke down."""
-    children = node.get("children", [])
-    if node.get("proved", True):
-        return []
-    if not children or all(c.get("proved", True) for c in children):
-        return [f"{node['goal']} ({node['clause']})"]
-    return [f for child in children for f in _failures(child)]
+    found, stack = [], [node]
+    while stack:
+        current = stack.pop()
+        children = current.get("children", [])
+        if current.get("proved", True):
+            continue
+        if not children or all(c.get("proved", True) for c in children):
+            found.append(f"{current['goal']} ({current['clause']})")
+        else:
+            stack.extend(reversed(children))
+    return found
 
 
 def context_sentences(result: dict[str, Any]) -> list[str]:
     """Template context: what the KB derived for a goal, and from which facts and rules."""
     goal = result["goal"]
-    if result.get("error"):
-        return [f"The knowledge base could not evaluate {goal}: {result['error']}."]
+    if result["status"] not in (PROVED, FAILED):
+        return [f"The knowledge base could not decide {goal}: {result.get('reason', 'the search did not finish')}."]
     if not result["proved"]:
         sentence = f"The knowledge base cannot derive {goal} ({NOT_DERIVABLE})"
         failures = _failures(result["explored"]) if result.get("explored") else []

@@ -7,7 +7,9 @@ term tree, checked (safety.py), and written back in canonical functional notatio
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ..core.errors import ProgramParseError
 
@@ -43,26 +45,47 @@ Term = Var | Atom | Number | String | Compound
 NIL = Atom("[]")
 CONS = "[|]"
 
-# Standard SWI-Prolog operators that goals need; `:` (module qualification) and `:-` are left out on
-# purpose, so `system:shell(X)` or a clause is a parse error rather than something to check.
+# Standard SWI-Prolog operators that goals need (`:-` is left out on purpose, so a clause is a parse
+# error rather than a goal). `a:b` reads as a term; safety.check_goal refuses it as a goal.
 INFIX = {
     ";": (1100, "xfy"), "|": (1100, "xfy"), "->": (1050, "xfy"), "*->": (1050, "xfy"), ",": (1000, "xfy"),
+    ":=": (800, "xfx"),
     **{op: (700, "xfx") for op in ("=", "\\=", "==", "\\==", "@<", "@>", "@=<", "@>=", "=..", "is", "=:=",
-                                    "=\\=", "<", ">", "=<", ">=")},
-    **{op: (500, "yfx") for op in ("+", "-", "/\\", "\\/", "xor")},
-    **{op: (400, "yfx") for op in ("*", "/", "//", "mod", "rem", "<<", ">>", "div")},
+                                    "=\\=", "<", ">", "=<", ">=", ">:<", ":<", "as", "=@=", "\\=@=")},
+    ":": (600, "xfy"),
+    **{op: (500, "yfx") for op in ("+", "-", "/\\", "\\/")},
+    **{op: (400, "yfx") for op in ("*", "/", "//", "mod", "rem", "<<", ">>", "div", "rdiv", "xor")},
     "**": (200, "xfx"), "^": (200, "xfy"),
 }
-PREFIX = {"\\+": (900, "fy"), "-": (200, "fy"), "+": (200, "fy"), "\\": (200, "fy")}
+PREFIX = {"\\+": (900, "fy"), "-": (200, "fy"), "+": (200, "fy"), "\\": (200, "fy"),
+          **{op: (1150, "fx") for op in ("dynamic", "discontiguous", "initialization", "meta_predicate",
+                                          "module_transparent", "multifile", "public", "table", "thread_local",
+                                          "thread_initialization", "volatile")}}
+Operators = Sequence[tuple[int, str, str]]  # (priority, type, name) as SWI-Prolog's op/3 takes them
+
+
+def _tables(ops: Operators = ()) -> tuple[dict[str, tuple[int, str]], dict[str, tuple[int, str]]]:
+    """The standard tables with a KB's own operators added (priority 0 removes one, as in op/3)."""
+    infix, prefix = dict(INFIX), dict(PREFIX)
+    for priority, kind, name in ops:
+        table = infix if kind in ("xfx", "xfy", "yfx") else prefix if kind in ("fy", "fx") else None
+        if table is None:
+            continue  # postfix operators: not read in goals
+        if priority == 0:
+            table.pop(name, None)
+        else:
+            table[name] = (priority, kind)
+    return infix, prefix
+
 
 _TOKEN = re.compile(r"""
     (?P<space>\s+|%[^\n]*|/\*.*?\*/)
-  | (?P<number>0'.|0x[0-9a-fA-F]+|\d+(?:\.\d+)?(?:[eE][+-]?\d+)?)
+  | (?P<number>0'(?:\\.|''|.)|0x[0-9a-fA-F]+|0o[0-7]+|0b[01]+|\d+(?:_\d+)*(?:\.\d+(?:[eE][+-]?\d+)?)?)
   | (?P<var>[A-Z_]\w*)
   | (?P<name>[a-z]\w*)
   | (?P<quoted>'(?:[^'\\\n]|\\.|'')*')
   | (?P<string>"(?:[^"\\\n]|\\.|"")*")
-  | (?P<punct>[()\[\],|])
+  | (?P<punct>[()\[\],|{}])
   | (?P<end>\.(?=\s|%|$))
   | (?P<symbol>[+\-*/\\^<>=~:.?@\#&$]+)
   | (?P<solo>[!;])
@@ -123,11 +146,18 @@ def tokenize(source: str) -> list[_Token]:
     return tokens
 
 
+Parse = Generator[Any, Any, Any]  # a parsing step: yields sub-steps, returns their result
+
+
 class _Parser:
-    def __init__(self, source: str):
+    """Operator-precedence recursive descent, run as generators on an explicit stack (`_run`), so a
+    term nested thousands deep costs memory, not Python stack frames."""
+
+    def __init__(self, source: str, ops: Operators = ()):
         self.source = source
         self.tokens = tokenize(source)
         self.i = 0
+        self.infix_ops, self.prefix_ops = _tables(ops)
 
     def error(self, message: str, token: _Token | None = None) -> ProgramParseError:
         offset = token.offset if token else len(self.source)
@@ -151,33 +181,38 @@ class _Parser:
     def clauses(self) -> list[Term]:
         terms = []
         while self.peek() is not None:
-            terms.append(self.parse(1200))
+            terms.append(_run(self.parse(1200)))
             token = self.peek()
             if token is None or token.kind != "end":
                 raise self.error("expected '.' at the end of the goal", token)
             self.i += 1
         return terms
 
-    def parse(self, max_priority: int) -> Term:
-        left, priority = self.primary(max_priority)
-        return self.infix(left, priority, max_priority)
-
-    def infix(self, left: Term, left_priority: int, max_priority: int) -> Term:
-        while True:
+    def parse(self, max_priority: int) -> Parse:
+        left, priority = yield self.primary(max_priority)
+        while True:  # infix operators, left to right
             token = self.peek()
-            if token is None or token.kind not in ("symbol", "name", "punct", "solo") or token.text not in INFIX:
+            if token is None or token.kind not in ("symbol", "name", "punct", "solo") \
+                    or token.text not in self.infix_ops:
                 return left
-            priority, kind = INFIX[token.text]
-            left_max = priority if kind == "yfx" else priority - 1
-            right_max = priority if kind == "xfy" else priority - 1
-            if priority > max_priority or left_priority > left_max:
+            priority_op, kind = self.infix_ops[token.text]
+            left_max = priority_op if kind == "yfx" else priority_op - 1
+            right_max = priority_op if kind == "xfy" else priority_op - 1
+            if priority_op > max_priority or priority > left_max:
                 return left
             self.i += 1
-            right = self.parse(right_max)
+            right = yield self.parse(right_max)
             name = ";" if token.text == "|" else token.text
-            left, left_priority = Compound(name, (left, right)), priority
+            left, priority = Compound(name, (left, right)), priority_op
 
-    def primary(self, max_priority: int) -> tuple[Term, int]:
+    def arguments(self) -> Parse:
+        args = [(yield self.parse(999))]
+        while self.peek() is not None and self.peek().text == ",":  # type: ignore[union-attr]
+            self.i += 1
+            args.append((yield self.parse(999)))
+        return args
+
+    def primary(self, max_priority: int) -> Parse:
         token = self.take()
         nxt = self.peek()
         functional = nxt is not None and nxt.text == "(" and not nxt.layout_before
@@ -188,53 +223,57 @@ class _Parser:
         if token.kind == "string":
             return String(_unescape(token.text[1:-1], self.source, token.offset)), 0
         if token.text == "(":
-            inner = self.parse(1200)
+            inner = yield self.parse(1200)
             self.expect(")")
             return inner, 0
         if token.text == "[":
-            return self.list_items(), 0
+            return (yield self.list_items()), 0
+        if token.text == "{":
+            if nxt is not None and nxt.text == "}":
+                self.i += 1
+                return Atom("{}"), 0
+            inner = yield self.parse(1200)
+            self.expect("}")
+            return Compound("{}", (inner,)), 0
         if token.kind in ("name", "quoted", "symbol", "solo"):
             name = _unescape(token.text[1:-1], self.source, token.offset) if token.kind == "quoted" else token.text
             if functional:
                 self.i += 1
-                args = [self.parse(999)]
-                while self.peek() is not None and self.peek().text == ",":  # type: ignore[union-attr]
-                    self.i += 1
-                    args.append(self.parse(999))
+                args = yield self.arguments()
                 self.expect(")")
                 return Compound(name, tuple(args)), 0
-            if token.kind != "quoted" and name in PREFIX and self._starts_term(nxt):
-                priority, kind = PREFIX[name]
+            if token.kind != "quoted" and name in self.prefix_ops and self._starts_term(nxt):
+                priority, kind = self.prefix_ops[name]
                 if priority > max_priority:
                     priority = 999
                 if name == "-" and nxt is not None and nxt.kind == "number" and not nxt.layout_before:
                     self.i += 1
                     return _number("-" + nxt.text), 0
-                operand = self.parse(priority if kind == "fy" else priority - 1)
+                operand = yield self.parse(priority if kind == "fy" else priority - 1)
                 return Compound(name, (operand,)), priority
-            priority = max(INFIX.get(name, (0, ""))[0], PREFIX.get(name, (0, ""))[0])
+            priority = max(self.infix_ops.get(name, (0, ""))[0], self.prefix_ops.get(name, (0, ""))[0])
             return Atom(name), priority if token.kind != "quoted" else 0
         raise self.error(f"unexpected '{token.text}'", token)
 
     def _starts_term(self, token: _Token | None) -> bool:
         if token is None or token.kind == "end":
             return False
-        if token.text in (")", "]", ",", "|") or (token.text in INFIX and token.kind != "name"):
+        if token.text in (")", "]", "}", ",", "|") or (token.text in self.infix_ops and token.kind != "name"):
             return token.text in ("-", "+", "\\+", "\\")
         return True
 
-    def list_items(self) -> Term:
+    def list_items(self) -> Parse:
         if self.peek() is not None and self.peek().text == "]":  # type: ignore[union-attr]
             self.i += 1
             return NIL
-        items = [self.parse(999)]
+        items = [(yield self.parse(999))]
         tail: Term = NIL
         while True:
             token = self.take()
             if token.text == ",":
-                items.append(self.parse(999))
+                items.append((yield self.parse(999)))
             elif token.text == "|":
-                tail = self.parse(999)
+                tail = yield self.parse(999)
                 self.expect("]")
                 break
             elif token.text == "]":
@@ -246,34 +285,68 @@ class _Parser:
         return tail
 
 
+def _run(step: Parse) -> Any:
+    """Drive nested parsing steps with a list for a stack: each yielded step runs to its result, which
+    is sent back into the step that yielded it."""
+    stack, value = [step], None
+    while stack:
+        try:
+            sub = stack[-1].send(value)
+        except StopIteration as done:
+            stack.pop()
+            value = done.value
+            continue
+        stack.append(sub)
+        value = None
+    return value
+
+
 def _number(text: str) -> Number:
-    if text.lstrip("-").startswith("0'"):
-        return Number(str(ord(text.lstrip("-")[2])))
-    if text.lstrip("-").startswith("0x"):
-        return Number(str(int(text, 16)))
-    return Number(text)
+    sign, digits = ("-", text[1:]) if text.startswith("-") else ("", text)
+    if digits.startswith("0'"):
+        char = digits[2:]
+        code = ord(_unescape(char, char, 0)) if char.startswith("\\") else ord(char[0])
+        return Number(sign + str(code))
+    for prefix, base in (("0x", 16), ("0o", 8), ("0b", 2)):
+        if digits.startswith(prefix):
+            return Number(sign + str(int(digits[2:], base)))
+    if "." in digits or "e" in digits.lower():
+        return Number(sign + digits)
+    return Number(sign + str(int(digits.replace("_", ""))))
 
 
-def parse_goals(source: str) -> list[Term]:
-    """Parse one or more goals, each ended by '.', as `?-` queries are written."""
+def parse_goals(source: str, ops: Operators = ()) -> list[Term]:
+    """Parse one or more goals, each ended by '.', as `?-` queries are written; `ops` are a KB's own
+    operators (KnowledgeBase.operators), read as SWI-Prolog reads them in that KB."""
     text = source.strip()
     if text.startswith("?-"):
         text = text[2:]
     if text and not re.search(r"\.\s*$", text):
         text += "."
-    return _Parser(text).clauses()
+    return _Parser(text, ops).clauses()
 
 
-def parse_term(source: str) -> Term:
-    terms = parse_goals(source)
+def parse_term(source: str, ops: Operators = ()) -> Term:
+    terms = parse_goals(source, ops)
     if len(terms) != 1:
         raise ProgramParseError(f"expected one term, found {len(terms)}")
     return terms[0]
 
 
+def subterms(term: Term) -> Iterator[Term]:
+    """Every subterm, the term first (depth first, an explicit stack)."""
+    stack = [term]
+    while stack:
+        t = stack.pop()
+        yield t
+        if isinstance(t, Compound):
+            stack.extend(reversed(t.args))
+
+
 # --- writing ---------------------------------------------------------------------------------
 
 _PLAIN_ATOM = re.compile(r"^[a-z]\w*$")
+_SYMBOL_ATOM = re.compile(r"^[+\-*/\\^<>=~:.?@#&$]+$")
 _BARE = ("[]", "!", ";", "{}")
 
 
@@ -296,57 +369,146 @@ def quote_atom(name: str) -> str:
     return f"'{_escape(name)}'"
 
 
+def _written_atom(name: str) -> str:
+    """An atom as writeq writes it: plain names and symbol-char atoms bare, the rest quoted."""
+    if _PLAIN_ATOM.match(name) or name in _BARE or (_SYMBOL_ATOM.match(name) and "/*" not in name
+                                                     and name != "."):
+        return name
+    return f"'{_escape(name)}'"
+
+
+Piece = tuple[Term, int] | str  # a term to write at a maximum priority, or text written as it is
+
+
+def _write(term: Term, pieces: Callable[[Term, int], list[Piece]], priority: int = 1200) -> str:
+    """Expand a term into text with an explicit stack of pieces (no recursion)."""
+    out: list[str] = []
+    stack: list[Piece] = [(term, priority)]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            out.append(item)
+        else:
+            stack.extend(reversed(pieces(*item)))
+    return "".join(out)
+
+
+def _is_list_cell(term: Term) -> bool:
+    return isinstance(term, Compound) and term.name == CONS and len(term.args) == 2
+
+
 def canonical(term: Term) -> str:
     """Functional notation only (no operators), so the reader needs no operator table to read it back."""
-    if isinstance(term, Var):
-        return term.name
-    if isinstance(term, Number):
-        return term.text if not term.text.startswith("-") else f"({term.text})"
-    if isinstance(term, String):
-        return f'"{_escape(term.value)}"'
-    if isinstance(term, Atom):
-        return quote_atom(term.name)
-    if term.name == CONS and len(term.args) == 2:
-        items: list[str] = []
-        tail: Term = term
-        while isinstance(tail, Compound) and tail.name == CONS and len(tail.args) == 2:
-            items.append(canonical(tail.args[0]))
-            tail = tail.args[1]
-        rest = "" if tail == NIL else "|" + canonical(tail)
-        return "[" + ",".join(items) + rest + "]"
-    return f"{quote_atom(term.name)}({','.join(canonical(a) for a in term.args)})"
+    def pieces(t: Term, _: int) -> list[Piece]:
+        if isinstance(t, Var):
+            return [t.name]
+        if isinstance(t, Number):
+            return [t.text if not t.text.startswith("-") else f"({t.text})"]
+        if isinstance(t, String):
+            return [f'"{_escape(t.value)}"']
+        if isinstance(t, Atom):
+            return [quote_atom(t.name)]
+        if _is_list_cell(t):
+            items: list[Piece] = ["["]
+            tail: Term = t
+            while _is_list_cell(tail):
+                assert isinstance(tail, Compound)
+                if len(items) > 1:
+                    items.append(",")
+                items.append((tail.args[0], 0))
+                tail = tail.args[1]
+            if tail != NIL:
+                items += ["|", (tail, 0)]
+            return items + ["]"]
+        parts: list[Piece] = [quote_atom(t.name), "("]
+        for index, arg in enumerate(t.args):
+            parts += ([","] if index else []) + [(arg, 0)]
+        return parts + [")"]
+
+    return _write(term, pieces)
 
 
-def show(term: Term) -> str:
-    """Readable text for messages and records (operators written as operators)."""
-    if isinstance(term, Compound) and len(term.args) == 2 and term.name in INFIX:
-        sep = ", " if term.name == "," else f" {term.name} "
-        return f"{show(term.args[0])}{sep}{show(term.args[1])}"
-    if isinstance(term, Compound) and len(term.args) == 1 and term.name in PREFIX:
-        return f"{term.name} {show(term.args[0])}"
-    if isinstance(term, Compound) and term.name != CONS:
-        return f"{quote_atom(term.name)}({', '.join(show(a) for a in term.args)})"
-    if isinstance(term, Atom) and term.name in INFIX or isinstance(term, Atom) and term.name in PREFIX:
-        return term.name
-    return canonical(term)
+def show(term: Term, ops: Operators = ()) -> str:
+    """Readable text as SWI-Prolog's writeq writes it (operators as operators, parentheses where the
+    priorities need them), which reads back as the same term, also with the KB's operators `ops`."""
+    infix, prefix = _tables(ops)
+
+    def operand(t: Term, max_priority: int) -> list[Piece]:
+        """A term as an operator's argument: operator atoms and negative numbers in parentheses."""
+        if isinstance(t, Atom) and (t.name in infix or t.name in prefix):
+            return ["(", _written_atom(t.name), ")"]
+        if isinstance(t, Number) and t.text.startswith("-"):
+            return ["(", t.text, ")"]
+        return [(t, max_priority)]
+
+    def pieces(t: Term, max_priority: int) -> list[Piece]:
+        if isinstance(t, Var):
+            return [t.name]
+        if isinstance(t, Number):
+            return [t.text]
+        if isinstance(t, String):
+            return [f'"{_escape(t.value)}"']
+        if isinstance(t, Atom):
+            text = _written_atom(t.name)
+            op_priority = max(infix.get(t.name, (0, ""))[0], prefix.get(t.name, (0, ""))[0])
+            return [f"({text})" if op_priority > max_priority else text]
+        if _is_list_cell(t):
+            items: list[Piece] = ["["]
+            tail: Term = t
+            while _is_list_cell(tail):
+                assert isinstance(tail, Compound)
+                if len(items) > 1:
+                    items.append(", ")
+                items.append((tail.args[0], 999))
+                tail = tail.args[1]
+            if tail != NIL:
+                items += ["|", (tail, 999)]
+            return items + ["]"]
+        if t.name == "{}" and len(t.args) == 1:
+            return ["{", (t.args[0], 1200), "}"]
+        if len(t.args) == 2 and t.name in infix and t.name != "|":
+            priority, kind = infix[t.name]
+            left_max = priority if kind == "yfx" else priority - 1
+            right_max = priority if kind == "xfy" else priority - 1
+            op = ", " if t.name == "," else f"{t.name}" if t.name == ":" else f" {_written_atom(t.name)} "
+            body = [*operand(t.args[0], left_max), op, *operand(t.args[1], right_max)]
+            return ["(", *body, ")"] if priority > max_priority else body
+        if len(t.args) == 1 and t.name in prefix:
+            priority, kind = prefix[t.name]
+            arg_max = priority if kind == "fy" else priority - 1
+            arg = t.args[0]
+            if isinstance(arg, Number) or (isinstance(arg, Atom) and (arg.name in infix or arg.name in prefix)):
+                return [_written_atom(t.name), "(", (arg, 999), ")"]  # -(1) is not -1
+            arg_priority = _priority(arg, infix, prefix)
+            inner: list[Piece] = ["(", (arg, 1200), ")"] if arg_priority > arg_max else [(arg, arg_max)]
+            applied = [_written_atom(t.name), " ", *inner]
+            return ["(", *applied, ")"] if priority > max_priority else applied
+        parts: list[Piece] = [_written_atom(t.name), "("]
+        for index, arg in enumerate(t.args):
+            parts += ([", "] if index else []) + [(arg, 999)]
+        return parts + [")"]
+
+    return _write(term, pieces)
+
+
+def _priority(term: Term, infix: dict[str, tuple[int, str]], prefix: dict[str, tuple[int, str]]) -> int:
+    """The priority a term has when written with operators (0 for a plain term)."""
+    if isinstance(term, Compound) and len(term.args) == 2 and term.name in infix and term.name != "|":
+        return infix[term.name][0]
+    if isinstance(term, Compound) and len(term.args) == 1 and term.name in prefix:
+        if isinstance(term.args[0], Number):
+            return 0
+        return prefix[term.name][0]
+    return 0
 
 
 def variables(term: Term) -> list[str]:
     found: list[str] = []
-
-    def walk(t: Term) -> None:
-        if isinstance(t, Var):
-            if t.name not in found and t.name != "_":
-                found.append(t.name)
-        elif isinstance(t, Compound):
-            for arg in t.args:
-                walk(arg)
-
-    walk(term)
+    for t in subterms(term):
+        if isinstance(t, Var) and t.name not in found and t.name != "_":
+            found.append(t.name)
     return found
 
 
 def ground(term: Term) -> bool:
-    if isinstance(term, Compound):
-        return all(ground(a) for a in term.args)
-    return not isinstance(term, Var)
+    return not any(isinstance(t, Var) for t in subterms(term))
