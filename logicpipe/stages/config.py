@@ -67,6 +67,7 @@ class RunConfig(OutputPaths):
     limit: int | None = Field(default=None, ge=1)
     # Only these problems of the split (in the split's order); `logicpipe optimize` runs minibatches with it.
     ids: list[str] | None = None
+    exclude_ids: list[str] | None = None  # all problems of the split but these (`run --exclude-ids FILE`)
     workers: int = Field(default=1, ge=1, le=256)
     programs: Path | None = None
     backup: Backup = "random"

@@ -97,6 +97,8 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
         wanted["task"] = ctx.task.definition
     if ctx.config.ids is not None:  # a chosen subset (an optimiser's minibatch): only that subset resumes here
         wanted["ids"] = text_sha(*sorted(ctx.config.ids))
+    if ctx.config.exclude_ids is not None:  # likewise: the split less these
+        wanted["exclude_ids"] = text_sha(*sorted(ctx.config.exclude_ids))
     path = stage_dir / RUN_FILE
     recorded: dict[str, Any] = {}
     if path.exists():
@@ -106,8 +108,7 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
                          "pass --overwrite to start afresh, or use another --out")
     differ: list[str] = [key for key in ("dataset", "split", "limit", "logicpipe", "task")
               if key in recorded and recorded[key] != wanted.get(key)]
-    if recorded and recorded.get("ids") != wanted.get("ids"):
-        differ.append("ids")
+    differ += [key for key in ("ids", "exclude_ids") if recorded and recorded.get(key) != wanted.get(key)]
     stages_then = recorded.get("stages", {})
     wanted["stages"] = dict(stages_then)
     # Refinement solves its repairs with the solve stage's limits, so it answers to those too.
