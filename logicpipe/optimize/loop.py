@@ -24,7 +24,7 @@ from .final import TestScore, read_test, score_test
 from .forward import Trace, batch_tag, forward
 from .gradient import gradients
 from .loss import losses
-from .optimizers import Proposal, choose, propose_prompt, propose_structure
+from .optimizers import Proposal, Tried, choose, propose_prompt, propose_structure
 from .params import PromptParams, Structure, prompt_ids
 from .records import CandidateRecord, StepRecord
 from .splits import Splits, make_splits, minibatch
@@ -138,11 +138,11 @@ class _Run:
         return propose_prompt(self.config, self.budget, current.params, prompt_id, component, self.solver, grads,
                               judged, number, self.tried(number, prompt_id, component, current.params))
 
-    def tried(self, number: int, prompt_id: str, component: str, params: PromptParams) -> list[str]:
-        """Rewrites of this component that validation rolled back in earlier steps (so the optimiser does
-        not offer them again). A step redone after a kill sees what it saw the first time, so its
-        requests are the same and come from the cache."""
-        texts = []
+    def tried(self, number: int, prompt_id: str, component: str, params: PromptParams) -> list[Tried]:
+        """Rewrites of this component that validation rolled back in earlier steps, with their scores
+        (so the optimiser does not offer them again and sees how they did). A step redone after a kill
+        sees what it saw the first time, so its requests are the same and come from the cache."""
+        found: list[Tried] = []
         for candidate in self.state.read_candidates():
             if (candidate.status, candidate.prompt_id, candidate.component) != ("rolled_back", prompt_id, component):
                 continue
@@ -152,9 +152,9 @@ class _Run:
                 continue
             earlier = self.state.load_params(candidate.params_hash)
             text = earlier.component(prompt_id, component)
-            if text != params.component(prompt_id, component) and text not in texts:
-                texts.append(text)
-        return texts
+            if text != params.component(prompt_id, component) and text not in [t.text for t in found]:
+                found.append(Tried(text, candidate.val_score, candidate.base_score))
+        return found
 
     def judge(self, number: int, current: _Current, proposal: Proposal) -> tuple[CandidateRecord, _Current | None]:
         """The candidate against the current state on the same validation problems."""

@@ -112,6 +112,9 @@ def test_worse_candidate_is_rolled_back_and_a_dropped_variable_rejected(scripted
     # Step 2's optimiser was told which rewrite validation had rolled back.
     step2 = [r for r in purposes(fake, "optimize") if "training batch of step 2" in r["messages"][-1]["content"]]
     assert step2 and "did not do better on held-out problems" in step2[0]["messages"][-1]["content"]
+    # ... with its validation score and the one it had to beat (OPRO-style), beside its text.
+    shown = f'<tried score="{worse.val_score:.3f}" against="{worse.base_score:.3f}">\n{poisoned}'
+    assert shown in step2[0]["messages"][-1]["content"]
 
 
 def test_structure_optimiser_only_takes_changes_from_the_menu(scripted, data_dir, tmp_path):
