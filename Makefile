@@ -7,7 +7,7 @@ WORKERS ?= 2
 # Tests and CI read Logic-LM's files from ../shared/logic-lm unless LOGICPIPE_DATA says otherwise.
 export LOGICPIPE_DATA ?= $(if $(wildcard ../shared/logic-lm/data),$(abspath ../shared/logic-lm),)
 
-.PHONY: setup test test-all test-llm check lint table3 table2 reproduce benchmark clean
+.PHONY: setup test test-all test-llm check lint table3 table2 reproduce benchmark clean docs docs-cli
 
 setup:
 	bash scripts/setup.sh
@@ -38,6 +38,14 @@ reproduce: setup
 	$(BIN)/logicpipe reproduce --out $(RESULTS) --workers $(WORKERS) $(if $(MODEL),--model $(MODEL)) $(if $(BASE_URL),--base-url $(BASE_URL))
 
 table3 table2: reproduce
+
+# The CLI reference page, generated from the typer app (tests/docs/test_cli_reference.py fails when stale).
+docs-cli: setup
+	$(PY) scripts/cli_reference.py
+
+# The documentation site into build/site/ (make test builds it too, into a temporary folder).
+docs: setup
+	$(BIN)/mkdocs build --strict --site-dir build/site
 
 benchmark: setup
 	$(PY) scripts/benchmark.py

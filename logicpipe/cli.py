@@ -19,7 +19,7 @@ from . import __version__
 from .core.errors import LogicPipeError, PrerequisiteError, RunStopped
 from .kb.cli import kb_app
 from .prompts import prompts_option
-from .report.render import render_explanation, render_summary
+from .report.render import render_baseline_summary, render_explanation, render_summary
 from .stages import PIPELINE, RunConfig, run_stages
 from .stages import Progress as StageProgress
 from .stages import baseline as run_baseline
@@ -236,7 +236,7 @@ def baseline(config: RunConfig, mode: str) -> None:
     bar, update = _progress()
     with bar:
         report = run_baseline(config, mode, update)
-    render_summary(stdout, report.metrics, report.stages)
+    render_baseline_summary(stdout, report.metrics, report.stages, mode)
 
 
 @app.command()

@@ -28,6 +28,7 @@ from logicpipe.kb.knowledge import KnowledgeBase, read_percepts
 from logicpipe.kb.prolog import ProofLimits
 from logicpipe.kb.validate import TRUE, UNTRANSLATABLE, ValidateRecord, judge, validate_flow
 from logicpipe.llm import LLMClient, LLMSettings
+from logicpipe.prompts import PromptSet
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,7 +81,7 @@ def with_model(kb: KnowledgeBase, items: list[Statement], settings: LLMSettings)
         scores.untranslatable += any(c.verdict == UNTRANSLATABLE for c in record.claims)
 
     try:
-        run_flows(client, [(s.id, validate_flow(kb, Input(id=s.id, text=s.text), options, words)) for s in items],
+        run_flows(client, [(s.id, validate_flow(kb, Input(id=s.id, text=s.text), options, words, PromptSet())) for s in items],
                   emit)
     finally:
         client.close()

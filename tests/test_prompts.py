@@ -3,7 +3,7 @@ import pytest
 from logicpipe.cli import main
 from logicpipe.core.errors import UsageError
 from logicpipe.data import all_datasets
-from logicpipe.prompts import PromptSet, extract_choice, extract_program, is_paper, prompts_option
+from logicpipe.prompts import PromptSet, extract_program, is_paper, prompts_option
 from logicpipe.solvers import execute_task
 from logicpipe.testing import FakeOpenAI
 
@@ -38,11 +38,9 @@ def test_prompts_have_ids_and_content_hashes_and_a_folder_overrides_by_name(tmp_
     assert PromptSet().guide("lp").startswith("- Every atom ends with its truth value")
 
 
-def test_extract_program_and_choice():
+def test_extract_program():
     assert extract_program("Sure!\n```prolog\nFacts:\nA(b, True)\n```\nDone") == "Facts:\nA(b, True)\n"
     assert extract_program("Program:\nFacts:\nA(b, True)") == "Facts:\nA(b, True)\n"
-    assert extract_choice("maybe B... The correct option is: (C)", ["A", "B", "C"]) == "C"
-    assert extract_choice("The correct option is: Z", ["A", "B"]) is None
 
 
 def test_only_the_bare_word_logic_lm_names_the_papers_prompts(data_dir, tmp_path, monkeypatch, capsys):

@@ -129,3 +129,17 @@ open_now(Facility) :-
 overdue(Book, Student) :- on_loan(Book, Student), due_day(Book, Due), p_day(Today), Today > Due.
 available(Book) :- book(Book, _, _), \+ on_loan(Book, _).
 can_borrow(Student, Book) :- student(Student), available(Book), \+ overdue(_, Student).
+
+% --- tabling and cut -------------------------------------------------------------------------
+% connected/2 (walkways followed in their direction, any number of them) is left-recursive: it calls
+% itself first, so plain depth-first search would loop forever; `:- table` makes SWI-Prolog answer it
+% completely and stop.
+:- table connected/2.
+connected(A, B) :- connected(A, C), walkway(C, B).
+connected(A, B) :- walkway(A, B).
+
+% grade/2: the first clause whose test holds commits (the cut), so every mark has exactly one grade.
+grade(Mark, distinction) :- Mark >= 85, !.
+grade(Mark, pass) :- Mark >= 50, !.
+grade(_, fail).
+course_grade(Student, Course, Grade) :- passed(Student, Course, Mark), grade(Mark, Grade).

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -88,9 +88,20 @@ def text_sha(*texts: str | None) -> str:
 
 class Record(BaseModel):
     model_config = ConfigDict(extra="forbid")
+    # Fields added after records were first written: left out while empty, so the records that do
+    # not use them stay byte-identical to those written before the fields existed.
+    OMITTED_WHEN_EMPTY: ClassVar[tuple[str, ...]] = ()
     schema_version: int = SCHEMA_VERSION
     id: str
     error: StageError | None = None
+
+    @model_serializer(mode="wrap")
+    def _without_empty_additions(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data = handler(self)
+        for name in self.OMITTED_WHEN_EMPTY:
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
 
     def retry(self) -> bool:
         """Whether a later run should redo this record (it failed for a transient reason)."""
@@ -131,6 +142,12 @@ class FormulateRecord(Record):
     prompt_hash: str | None = None
     # For a refinement: the hash of the program it repaired, so a stale repair is never reused.
     parent: str | None = None
+    # A reply that held no program (error no_program), kept for inspection.
+    reply: str | None = None
+    # For a refinement: the hash of the request sent (request_sha), so no round repeats an earlier one.
+    request: str | None = None
+
+    OMITTED_WHEN_EMPTY = ("reply", "request")
 
     def programs(self) -> list[str]:
         return self.samples or ([self.program] if self.program else [])
@@ -151,13 +168,7 @@ class SolveRecord(Record):
     program: str | None = None  # text_sha of the program(s) run
     node: str | None = None  # the Ray node that ran the call (--executor ray only)
 
-    @model_serializer(mode="wrap")
-    def _without_empty_node(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        # Records of the local executor stay byte-identical to those written before Ray existed.
-        data = handler(self)
-        if data.get("node") is None:
-            data.pop("node", None)
-        return data
+    OMITTED_WHEN_EMPTY = ("node",)
 
 
 # Why semantic refinement kept or replaced a program: the revision won or lost the comparison, it did not
@@ -205,3 +216,6 @@ class EvaluateRecord(Record):
     executed: bool
     correct_executed: bool
     correct: bool
+    backup: str | None = None  # which backup gave `final` (InterpretRecord.backup), if one did
+
+    OMITTED_WHEN_EMPTY = ("backup",)

@@ -1,85 +1,181 @@
-"""`kb add`: a statement becomes facts of the KB's own predicates; written only when asked, and kept
-only if the KB still loads afterwards."""
+"""`kb add` and `kb retract`: facts (typed, or a model's translation of a statement) are judged against the
+KB by SWI-Prolog itself (facts.pl: arity, argument types, duplicates, where each stands), turned into an
+edit of the KB's files, shown as a diff, and written only when confirmed, with a backup; the KB must
+still load afterwards, with every added fact in it and every removed one gone, or the files are restored."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import difflib
+import json
+import os
+import shutil
 from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.errors import UsageError
 from ..llm import LLMError, Request
-from .flow import Flow, Settings, code_block, prompt, read_goals
-from .knowledge import KnowledgeBase
-from .terms import Atom, Compound, Term, ground, parse_goals, show
+from ..prompts import PromptSet
+from .check import run_tool
+from .flow import Flow, Settings, code_block
+
+FACTS_TOOL = Path(__file__).with_name("facts.pl")
+Mode = Literal["add", "remove"]
+PROMPT = {"add": "kb-add", "remove": "kb-retract"}
 
 
-@dataclass
-class Addition:
-    facts: list[str] = field(default_factory=list)
-    rejected: list[str] = field(default_factory=list)
-    error: str | None = None
+class Judged(BaseModel):
+    """One candidate fact as facts.pl judged it (see there for the fields)."""
+
+    model_config = ConfigDict(extra="forbid")
+    text: str
+    status: Literal["new", "present", "missing", "refused"]
+    reason: str = ""
+    fact: str = ""  # as SWI-Prolog's portray_clause writes it, with its full stop
+    predicate: str = ""
+    module: str = ""
+    file: str = ""
+    after: int = 0  # add: where the predicate's last clause ends in `file` (a character offset)
+    ranges: list[list[int]] = Field(default_factory=list)  # remove: [start, end) of each clause that is it
 
 
-def check_facts(kb: KnowledgeBase, text: str) -> Addition:
-    """Ground facts of predicates the KB defines are kept; anything else is rejected with why."""
-    addition = Addition()
-    body = code_block(text).strip()
-    if body.upper().rstrip(".") == "NONE" or not body:
-        addition.error = "the statement cannot be written with the KB's predicates"
-        return addition
-    terms, addition.rejected = read_goals(body)
-    known = {(p.name, p.arity) for p in kb.predicates}
-    for term in terms:
-        why = _not_a_fact(term, known)
-        (addition.rejected if why else addition.facts).append(f"{show(term)} -- {why}" if why else show(term))
-    return addition
+class Judgement(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    errors: list[str] = Field(default_factory=list)  # the KB's load errors
+    clauses: int = 0  # in the whole KB
+    facts: list[Judged] = Field(default_factory=list)
+
+    def changes(self, mode: Mode) -> list[Judged]:
+        return [j for j in self.facts if j.status == ("new" if mode == "add" else "present")]
 
 
-def _not_a_fact(term: Term, known: set[tuple[str, int]]) -> str:
-    if not isinstance(term, (Atom, Compound)):
-        return "not a fact"
-    key = (term.name, len(term.args) if isinstance(term, Compound) else 0)
-    if key in {(",", 2), (";", 2), ("->", 2), ("\\+", 1)}:
-        return "not a single fact"
-    if key not in known:
-        return f"{key[0]}/{key[1]} is not a predicate of the KB"
-    if not ground(term):
-        return "a fact must not contain variables"
-    return ""
+def judge(path: Path, mode: Mode, texts: list[str], seconds: float = 60.0) -> Judgement:
+    raw, names = run_tool(FACTS_TOOL, "kb_facts:main", path, json.dumps({"mode": mode, "facts": texts}), seconds)
+    judgement = Judgement.model_validate(raw)
+    for judged in judgement.facts:
+        judged.file = names.get(judged.file, judged.file)  # as the user named it
+    if mode == "remove":  # a fact repeated in the request is removed once, so is not a second change
+        for judged in judgement.facts:
+            if judged.reason == "already in this request":
+                judged.status = "missing"
+    return judgement
 
 
-def add_flow(kb: KnowledgeBase, statement: str, settings: Settings, words: dict[str, str]) -> Flow:
-    reply = yield Request("", prompt("add", statement=statement, **words), settings.temperature,
-                          settings.max_tokens, purpose="kb-add", problem="add")
+def candidates(reply: str) -> list[str]:
+    """The facts in a model's reply: one per line of its first fenced block (or of the whole reply),
+    without the full stop; NONE means there are none."""
+    body = code_block(reply).strip()
+    if body.upper().rstrip(".") == "NONE":
+        return []
+    lines = [line.strip() for line in body.splitlines()]
+    return [line[:-1].rstrip() if line.endswith(".") else line
+            for line in lines if line and not line.startswith("%")]
+
+
+def translate_flow(statement: str, mode: Mode, prompts: PromptSet, words: dict[str, str],
+                   settings: Settings) -> Flow:
+    """A statement to candidate facts (a list of texts), through one model request."""
+    prompt = prompts.get(PROMPT[mode])
+    reply = yield Request("", prompt.render(statement=statement, **words), settings.temperature,
+                          settings.max_tokens, purpose=PROMPT[mode], problem=mode)
     if isinstance(reply, LLMError):
-        return Addition(error=f"kb-add: {reply}")
-    return check_facts(kb, reply.text)
+        raise reply
+    return candidates(reply.text)
 
 
-def append_facts(kb: KnowledgeBase, target: Path, facts: list[str]) -> None:
-    """Insert each fact after the last clause of its predicate when that clause is a one-line fact in
-    `target` (no discontiguous warning), else at the end; restore the file if the KB no longer loads."""
-    original = target.read_text()
-    lines = original.splitlines()
-    after: dict[int, list[str]] = {}
-    tail: list[str] = []
-    where = {(p.name, p.arity): p for p in kb.predicates}
-    for fact in facts:
-        term = parse_goals(fact)[0]
-        key = (term.name, len(term.args)) if isinstance(term, Compound) else (show(term), 0)
-        predicate = where[key]
-        line = predicate.last_line
-        if Path(predicate.file) == target and 0 < line <= len(lines) and lines[line - 1].rstrip().endswith("."):
-            after.setdefault(line, []).append(fact + ".")
+def edited(judged: list[Judged], mode: Mode) -> dict[Path, tuple[str, str]]:
+    """Each file to change, with its text now and after the change. An added fact goes on a line of its
+    own after the line where its predicate's last clause ends; a removed one takes its whole line with
+    it when nothing else stands there."""
+    by_file: dict[Path, list[Judged]] = {}
+    for item in judged:
+        by_file.setdefault(Path(item.file), []).append(item)
+    changes: dict[Path, tuple[str, str]] = {}
+    for file, items in by_file.items():
+        old = file.read_text(encoding="utf-8")
+        changes[file] = (old, _added(old, items) if mode == "add" else _removed(old, items))
+    return changes
+
+
+def _added(text: str, items: list[Judged]) -> str:
+    inserts: dict[int, list[str]] = {}
+    for item in items:
+        stop = text.find(".", item.after) + 1  # the last clause's full stop
+        newline = text.find("\n", stop)
+        rest = text[stop:len(text) if newline < 0 else newline].strip()
+        if rest and not rest.startswith("%"):  # more code on that line: the fact goes right after the stop
+            inserts.setdefault(stop, []).append("\n" + item.fact)
+        elif newline < 0:  # the last line of a file without a final newline
+            inserts.setdefault(len(text), []).append("\n" + item.fact)
         else:
-            tail.append(fact + ".")
-    out: list[str] = []
-    for number, text in enumerate(lines, start=1):
-        out.append(text)
-        out.extend(after.get(number, []))
-    out.extend(tail)
-    target.write_text("\n".join(out) + "\n")
-    with KnowledgeBase(kb.path, kb.limits) as reloaded:
-        if reloaded.errors:
-            target.write_text(original)
-            raise UsageError(f"the KB would no longer load ({reloaded.errors[0]}); {target} is unchanged")
+            inserts.setdefault(newline + 1, []).append(item.fact + "\n")
+    out, last = [], 0
+    for at in sorted(inserts):
+        out.append(text[last:at])
+        out.extend(inserts[at])
+        last = at
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _removed(text: str, items: list[Judged]) -> str:
+    spans = sorted({(start, end) for item in items for start, end in item.ranges}, reverse=True)
+    for start, end in spans:
+        stop = text.find(".", end) + 1  # the clause's full stop
+        line_start = text.rfind("\n", 0, start) + 1
+        line_end = text.find("\n", stop)
+        line_end = len(text) if line_end < 0 else line_end
+        if not text[line_start:start].strip() and not text[stop:line_end].strip():
+            start, stop = line_start, min(line_end + 1, len(text))  # the whole line goes
+        else:
+            while stop < line_end and text[stop] == " ":
+                stop += 1
+        text = text[:start] + text[stop:]
+    return text
+
+
+def diff(changes: dict[Path, tuple[str, str]]) -> str:
+    return "".join("".join(difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True),
+                                                fromfile=str(file), tofile=str(file)))
+                   for file, (old, new) in changes.items())
+
+
+def backup_path(file: Path) -> Path:
+    return file.with_name(file.name + ".bak")
+
+
+def write(path: Path, changes: dict[Path, tuple[str, str]], mode: Mode, judged: list[Judged],
+          before: Judgement) -> list[Path]:
+    """Back up and write each changed file, then judge the facts again: the KB must load without new
+    errors, hold every added fact (lack every removed one) and no other clause may have come or gone;
+    else every file is restored."""
+    backups = []
+    for file, (_, new) in changes.items():
+        backup = backup_path(file)
+        shutil.copy2(file, backup)
+        backups.append(backup)
+        _replace(file, new)
+    try:
+        again = judge(path, mode, [item.fact[:-1] for item in judged])
+        # An added fact must now be present; a removed one not (its predicate may be gone with it).
+        wrong = [item.text for item in again.facts if (item.status == "present") != (mode == "add")]
+        new_errors = [e for e in again.errors if e not in before.errors]
+        count = before.clauses + (1 if mode == "add" else -1) * sum(max(1, len(item.ranges)) for item in judged)
+        if new_errors or wrong or again.clauses != count:
+            why = (f"it would no longer load ({new_errors[0]})" if new_errors else f"{wrong[0]} did not take"
+                   if wrong else f"the KB would have {again.clauses} clauses, not {count}")
+            raise UsageError(f"the change was undone: {why}; the KB's files are as they were")
+    except BaseException:
+        for file, (old, _) in changes.items():
+            _replace(file, old)
+        raise
+    return backups
+
+
+def _replace(file: Path, text: str) -> None:
+    """Write through a temporary file, so a kill mid-write leaves the old or the new text, never half."""
+    temporary = file.with_name(f".{file.name}.tmp")
+    temporary.write_text(text, encoding="utf-8")
+    shutil.copymode(file, temporary)
+    os.replace(temporary, file)

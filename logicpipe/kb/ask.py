@@ -5,32 +5,30 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
 from ..core.errors import LogicPipeError
-from ..core.records import Usage
+from ..core.records import stage_error
 from ..llm import LLMError, Request
-from .flow import Flow, Input, Settings, add_usage, code_block, prompt, read_goals
+from ..prompts import PromptSet
+from .flow import Flow, Input, KBRecord, Settings, add_usage, code_block, read_goals
 from .knowledge import KnowledgeBase
+from .outcome import status
 from .render import context_sentences
 from .terms import show
 
 CANNOT_ADDRESS = "The knowledge base cannot address this question"
+TEMPLATES = ("kb-goals", "kb-context", "kb-answer")  # what ask reads (kb-context only with --context model)
 
 
-class AskRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    question: str
-    percepts: list[str] = Field(default_factory=list)  # the real-time values the proofs saw
+class AskRecord(KBRecord):
+    question: str = ""
     goals: list[str] = Field(default_factory=list)
     rejected: list[str] = Field(default_factory=list)  # goals that failed to parse or may not run, with why
-    results: list[dict[str, Any]] = Field(default_factory=list)  # per goal: proved, solutions (bindings, tree)
+    results: list[dict[str, Any]] = Field(default_factory=list)  # per goal: status, solutions (bindings, tree)
     context: str = ""
     answer: str = ""
     addressed: bool = False
-    error: str | None = None
-    usage: Usage = Field(default_factory=Usage)
 
 
 def vocabulary(kb: KnowledgeBase) -> dict[str, str]:
@@ -41,16 +39,17 @@ def vocabulary(kb: KnowledgeBase) -> dict[str, str]:
 
 
 def ask_flow(kb: KnowledgeBase, item: Input, settings: Settings, context_mode: str,
-             words: dict[str, str]) -> Flow:
+             words: dict[str, str], prompts: PromptSet) -> Flow:
     record = AskRecord(id=item.id, question=item.text, percepts=[str(p) for p in [*kb.percepts, *item.percepts]])
 
-    def request(purpose: str, messages: list[dict[str, str]]) -> Request:
-        return Request("", messages, settings.temperature, settings.max_tokens, purpose=purpose, problem=item.id)
+    def request(purpose: str, **values: str) -> Request:
+        return Request("", prompts.get(purpose).render(**values), settings.temperature, settings.max_tokens,
+                       purpose=purpose, problem=item.id)
 
-    reply = yield request("kb-goals", prompt("goals", question=item.text, **words))
+    reply = yield request("kb-goals", question=item.text, **words)
     add_usage(record.usage, reply)
     if isinstance(reply, LLMError):
-        record.error = f"kb-goals: {reply}"
+        record.error = stage_error(reply)
         return record
     body = code_block(reply.text).strip()
     if body.upper().rstrip(".") == "UNANSWERABLE" or not body:
@@ -68,24 +67,28 @@ def ask_flow(kb: KnowledgeBase, item: Input, settings: Settings, context_mode: s
         record.answer = f"{CANNOT_ADDRESS}: no goal could run ({'; '.join(record.rejected)})."
         return record
     record.addressed = True
+    # The model answering sees the real-time values the proofs used, not only their consequences.
+    now = f"Current values: {'; '.join(record.percepts)}." if record.percepts else ""
     if context_mode == "model":
-        reply = yield request("kb-context", prompt("context", results=json.dumps(_brief(record.results), indent=1)))
+        brief = json.dumps({"current_values": record.percepts, "results": _brief(record.results)}, indent=1)
+        reply = yield request("kb-context", results=brief)
         add_usage(record.usage, reply)
         if isinstance(reply, LLMError):
-            record.error = f"kb-context: {reply}"
+            record.error = stage_error(reply)
             return record
-        record.context = reply.text.strip()
+        sentences = [reply.text.strip()]
     else:
-        record.context = "\n".join(s for result in record.results for s in context_sentences(result))
-    reply = yield request("kb-answer", prompt("answer", question=item.text, context=record.context))
+        sentences = [s for result in record.results for s in context_sentences(result)]
+    record.context = "\n".join([now, *sentences] if now else sentences)
+    reply = yield request("kb-answer", question=item.text, context=record.context)
     add_usage(record.usage, reply)
     if isinstance(reply, LLMError):
-        record.error = f"kb-answer: {reply}"
+        record.error = stage_error(reply)
         return record
     record.answer = reply.text.strip()
     return record
 
 
 def _brief(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """What the context model sees: goals, bindings and trees, without the failed exploration."""
-    return [{"goal": r["goal"], "proved": r["proved"], "solutions": r["solutions"]} for r in results]
+    """What the context model sees: goals, verdicts, bindings and trees, without the failed exploration."""
+    return [{"goal": r["goal"], "status": status(r), "solutions": r["solutions"]} for r in results]

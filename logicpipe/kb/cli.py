@@ -5,17 +5,20 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from pydantic import BaseModel
 
 from ..core.errors import UsageError
 from ..llm import LLMClient, LLMSettings
-from .add import Addition, add_flow, append_facts
+from ..prompts import PromptSet, prompts_option
+from .add import PROMPT, Mode, diff, edited, judge, translate_flow, write
 from .ask import AskRecord, ask_flow, vocabulary
-from .flow import Flow, Input, Settings, read_inputs, run_batch, run_flows
+from .batch import Batch, BatchReport, budget, kb_sha256, run_batch
+from .check import check_kb
+from .flow import Flow, Input, Settings, read_inputs, run_flows
 from .knowledge import KnowledgeBase, Percept, parse_percept, read_percepts
 from .prolog import ProofLimits
 from .render import dot, mermaid, text_result, text_tree
@@ -60,18 +63,28 @@ _PERCEPTS_FILE = typer.Option(None, "--percepts", help="file of name=value lines
 
 
 @kb_app.command()
-def check(kb: list[Path] = typer.Argument(..., help="KB files, or folders whose .pl files load together")) -> None:
-    """Load each KB in an isolated SWI-Prolog; report errors with file:line and list the predicates."""
-    failed = False
-    for path in kb:
-        with KnowledgeBase(path) as base:
-            for message in base.messages:
-                typer.echo(str(message), err=True)
-            failed = failed or bool(base.errors)
-            for predicate in sorted(base.predicates, key=lambda p: (p.name, p.arity)):
-                kind = " (dynamic)" if predicate.dynamic else ""
-                typer.echo(f"{predicate.signature:<28} {predicate.clauses:>5} clauses  {predicate.file}{kind}")
-    if failed:
+def check(kb: list[Path] = typer.Argument(..., help="KB files, or folders whose .pl files load together"),
+          format: str = typer.Option("text", "--format", "-f", help="text or json (one object per KB)"),
+          time: float = typer.Option(60.0, "--time", help="seconds for loading and checking each KB"),
+          memory_mb: int = typer.Option(1024, "--memory-mb", help="Prolog stack MB")) -> None:
+    """Load each KB in an isolated SWI-Prolog and report what its own checks find: load errors, undefined
+    procedures, unreachable, discontiguous and duplicate clauses, left recursion; list the predicates.
+    Exit 1 when a KB does not load or calls an undefined procedure."""
+    if format not in ("text", "json"):
+        raise UsageError("--format must be text or json")
+    if time <= 0 or memory_mb < 1:
+        raise UsageError("--time and --memory-mb must be positive")
+    reports = [check_kb(path, time, memory_mb) for path in kb]  # every KB is read before any is shown
+    for report in reports:
+        if format == "json":
+            typer.echo(report.model_dump_json())
+            continue
+        for line in report.findings():
+            typer.echo(line, err=True)
+        for predicate in sorted(report.predicates, key=lambda p: (p.module != "kb", p.module, p.name, p.arity)):
+            kind = "".join(f" ({flag})" for flag in ("dynamic", "tabled") if getattr(predicate, flag))
+            typer.echo(f"{predicate.signature:<28} {predicate.clauses:>5} clauses  {predicate.file}{kind}")
+    if any(report.failed for report in reports):
         sys.exit(1)  # typer.Exit's code is lost under main()'s standalone_mode=False
 
 
@@ -106,7 +119,14 @@ _MODEL = typer.Option(..., "--model", "-m", help="model (OpenAI-compatible chat 
 _BASE_URL = typer.Option(None, "--base-url", envvar="OPENAI_BASE_URL", help="e.g. http://localhost:8000/v1")
 _CACHE = typer.Option(None, "--llm-cache", help="SQLite cache of model replies")
 _CONCURRENCY = typer.Option(8, "--max-concurrency", help="model requests in flight at once")
-_OUT = typer.Option(None, "--out", "-o", help="JSONL output, one record per input; resumes what it holds")
+_OUT = typer.Option(None, "--out", "-o", help="run folder for a batch (run.json, ask.jsonl or validate.jsonl); "
+                                              "a re-run resumes it")
+_OVERWRITE = typer.Option(False, "--overwrite", help="discard what an earlier batch wrote in --out and start afresh")
+_MAX_ERRORS = typer.Option("10%", "--max-errors", help="model errors a batch tolerates before it stops: a count "
+                                                       "or a percentage of the inputs")
+_PROMPTS = typer.Option(None, "--prompts", help="folder of templates replacing the shipped kb-*.txt ones")
+_TEMPERATURE = typer.Option(0.0, "--temperature", help="sampling temperature of the model's requests")
+_MAX_TOKENS = typer.Option(1024, "--max-tokens", help="most tokens in a model reply")
 
 
 def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurrency: int) -> LLMClient:
@@ -121,33 +141,62 @@ def _one_or_batch(single: Optional[str], batch: Optional[Path], out: Optional[Pa
         raise UsageError(f"give one {what} or a JSONL file of them, not both and not neither")
     if batch is not None and out is None:
         raise UsageError("--out is required with a JSONL input")
+    if batch is None and out is not None:
+        raise UsageError(f"--out is for a batch (a JSONL file of {what}s); one {what} is printed")
+    if out is not None and out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; a batch writes a run folder (run.json and its records)")
 
 
-def _run(client: LLMClient, single: Optional[str], batch: Optional[Path], out: Optional[Path],
-         field: str, make_flow: Callable[[Input], Flow], model: type[BaseModel]) -> Any:
-    """One input: return its record. A file: run the batch into `out` and report counts."""
+def _prompts(folder: Optional[str], used: tuple[str, ...]) -> PromptSet:
+    prompts = PromptSet(prompts_option(folder))
+    prompts.check_overrides(list(used))
+    for prompt_id in used:
+        prompts.get(prompt_id)  # a folder's template that lacks a field is refused before anything runs
+    return prompts
+
+
+def _single(client: LLMClient, batch: Batch, item: Input, make_flow: Callable[[Input], Flow],
+            percepts: list[Percept]) -> Any:
+    """One input's record, made as a batch makes it (a failure is its error record)."""
+    records: list[Any] = []
     try:
-        if batch is None:
-            records: list[Any] = []
-            run_flows(client, [("cli", make_flow(Input(id="cli", text=single or "")))], records.append)
-            return records[0]
-        assert out is not None
-        total, new = run_batch(client, read_inputs(batch, field), out, model, make_flow)
-        typer.echo(f"{out}: {total} records ({new} new)", err=True)
-        return None
+        run_flows(client, [(item.id, make_flow(item))], records.append,
+                  failed=lambda _key, exc: batch.error_record(item, exc, [str(p) for p in percepts]))
     finally:
         client.close()
+    return records[0]
+
+
+def _identity(kb: Path, inputs: Path, stage: str, fields: dict[str, Any]) -> dict[str, Any]:
+    return {"kb": kb.name, "kb_sha256": kb_sha256(kb), "inputs": inputs.name, "stages": {stage: fields}}
+
+
+def _model_fields(model: str, base_url: Optional[str], settings: Settings, prompts: PromptSet,
+                  used: tuple[str, ...], limits: ProofLimits, percepts: list[Percept]) -> dict[str, Any]:
+    """What decides a batch's records besides the KB and its inputs."""
+    return {"model": model, "base_url": base_url, "temperature": settings.temperature,
+            "max_tokens": settings.max_tokens, "prompts": prompts.identity(*used),
+            "limits": asdict(limits), "percepts": [str(p) for p in percepts]}
+
+
+def _report(out: Path, report: BatchReport) -> None:
+    typer.echo(f"{out}: {report.total} records ({report.new} new, {report.errors} with errors)", err=True)
+
+
+_ASK = Batch("ask", AskRecord, "question")
+_VALIDATE = Batch("validate", ValidateRecord, "answer")
 
 
 @kb_app.command()
 def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
         question: Optional[str] = typer.Argument(None, help="a question in English"),
         questions: Optional[Path] = typer.Option(None, "--questions", help="JSONL of {id, question}"),
-        out: Optional[Path] = _OUT,
+        out: Optional[Path] = _OUT, overwrite: bool = _OVERWRITE, max_errors: str = _MAX_ERRORS,
         context: str = typer.Option("template", "--context", help="template (default) or model"),
         format: str = typer.Option("text", "--format", "-f", help="text or json (one question)"),
         model: str = _MODEL, base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE,
-        max_concurrency: int = _CONCURRENCY,
+        max_concurrency: int = _CONCURRENCY, prompts: Optional[str] = _PROMPTS,
+        temperature: float = _TEMPERATURE, max_tokens: int = _MAX_TOKENS,
         depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
         max_solutions: int = _SOLUTIONS, percept: list[str] = _PERCEPT,
         percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
@@ -155,13 +204,29 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
     _one_or_batch(question, questions, out, "question", format)
     if context not in ("template", "model"):
         raise UsageError("--context must be template or model")
+    used = ("kb-goals", "kb-answer", *(("kb-context",) if context == "model" else ()))
+    templates = _prompts(prompts, used)
+    settings = Settings(temperature=temperature, max_tokens=max_tokens)
     limits = _limits(depth, inferences, time, memory_mb, max_solutions)
+    inputs = read_inputs(questions, "question") if questions is not None else []
+    if questions is not None:
+        budget(max_errors, len(inputs))  # a bad --max-errors is refused before the KB loads
     with _open(kb, limits, _percepts(percept, percepts)) as base:
-        words, settings = vocabulary(base), Settings()
-        record = _run(_client(model, base_url, llm_cache, max_concurrency), question, questions, out,
-                      "question", lambda item: ask_flow(base, item, settings, context, words), AskRecord)
-    if record is None:
-        return
+        words = vocabulary(base)
+        client = _client(model, base_url, llm_cache, max_concurrency)
+
+        def make_flow(item: Input) -> Flow:
+            return ask_flow(base, item, settings, context, words, templates)
+
+        if questions is None:
+            record = _single(client, _ASK, Input(id="cli", text=question or ""), make_flow, base.percepts)
+        else:
+            assert out is not None
+            fields = {**_model_fields(model, base_url, settings, templates, used, limits, base.percepts),
+                      "context": context}
+            _report(out, run_batch(_ASK, out, inputs, _identity(kb, questions, "ask", fields), client, make_flow,
+                                   percepts=fields["percepts"], overwrite=overwrite, max_errors=max_errors))
+            return
     if format == "json":
         typer.echo(record.model_dump_json())
         return
@@ -171,28 +236,45 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
         typer.echo(f"rejected: {rejected}")
     if record.context:
         typer.echo(f"context:\n{record.context}\n")
-    typer.echo(f"answer: {record.answer or record.error}")
+    typer.echo(f"answer: {record.answer or (record.error.message if record.error else '')}")
 
 
 @kb_app.command()
 def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
              answer: Optional[str] = typer.Option(None, "--answer", help="an answer to check"),
              answers: Optional[Path] = typer.Option(None, "--answers", help="JSONL of {id, answer}"),
-             out: Optional[Path] = _OUT,
+             out: Optional[Path] = _OUT, overwrite: bool = _OVERWRITE, max_errors: str = _MAX_ERRORS,
              format: str = typer.Option("text", "--format", "-f", help="text or json (one answer)"),
              model: str = _MODEL, base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE,
-             max_concurrency: int = _CONCURRENCY,
+             max_concurrency: int = _CONCURRENCY, prompts: Optional[str] = _PROMPTS,
+             temperature: float = _TEMPERATURE, max_tokens: int = _MAX_TOKENS,
              depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
              percept: list[str] = _PERCEPT, percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
-    """Check an answer claim by claim against the KB; valid only when every claim is True."""
+    """Check an answer claim by claim against the KB; valid only when every claim is true."""
     _one_or_batch(answer, answers, out, "answer", format)
+    used = ("kb-claims",)
+    templates = _prompts(prompts, used)
+    settings = Settings(temperature=temperature, max_tokens=max_tokens)
     limits = _limits(depth, inferences, time, memory_mb, 1)
+    inputs = read_inputs(answers, "answer") if answers is not None else []
+    if answers is not None:
+        budget(max_errors, len(inputs))
     with _open(kb, limits, _percepts(percept, percepts)) as base:
-        words, settings = vocabulary(base), Settings()
-        record = _run(_client(model, base_url, llm_cache, max_concurrency), answer, answers, out,
-                      "answer", lambda item: validate_flow(base, item, settings, words), ValidateRecord)
-    if record is None:
-        return
+        words = vocabulary(base)
+        client = _client(model, base_url, llm_cache, max_concurrency)
+
+        def make_flow(item: Input) -> Flow:
+            return validate_flow(base, item, settings, words, templates)
+
+        if answers is None:
+            record = _single(client, _VALIDATE, Input(id="cli", text=answer or ""), make_flow, base.percepts)
+        else:
+            assert out is not None
+            fields = _model_fields(model, base_url, settings, templates, used, limits, base.percepts)
+            _report(out, run_batch(_VALIDATE, out, inputs, _identity(kb, answers, "validate", fields), client,
+                                   make_flow, percepts=fields["percepts"], overwrite=overwrite,
+                                   max_errors=max_errors))
+            return
     if format == "json":
         typer.echo(record.model_dump_json())
     else:
@@ -201,36 +283,93 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
                        + (f"\n    {claim.reason}" if claim.reason else ""))
             if claim.proof and claim.verdict == "true":
                 typer.echo("\n".join("    " + line for line in text_tree(claim.proof)))
-        typer.echo(f"valid: {'yes' if record.valid else 'no'}" + (f" ({record.error})" if record.error else ""))
+        typer.echo(f"valid: {'yes' if record.valid else 'no'}"
+                   + (f" ({record.error.message})" if record.error else ""))
     if not record.valid:
         sys.exit(1)
 
 
+_FACT = typer.Option([], "--fact", help="a fact to add or remove as written, e.g. 'student(zoe)' (repeatable)")
+_YES = typer.Option(False, "--yes", help="write without asking (for scripts)")
+_DRY_RUN = typer.Option(False, "--dry-run", help="show the diff and write nothing")
+
+
 @kb_app.command()
-def add(kb: Path = typer.Argument(..., help="KB file to extend"),
-        statement: str = typer.Argument(..., help="a statement in English"),
-        yes: bool = typer.Option(False, "--yes", help="append the facts (else only show them)"),
-        model: str = _MODEL, base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE) -> None:
-    """Translate a statement into facts of the KB's predicates; append them with --yes."""
-    if yes and not kb.is_file():
-        raise UsageError(f"{kb}: --yes needs a KB file to append to")
-    with _open(kb, ProofLimits(), []) as base:
-        words, settings = vocabulary(base), Settings()
+def add(kb: Path = typer.Argument(..., help="KB file or folder to change"),
+        statement: Optional[str] = typer.Argument(None, help="a statement in English (needs --model)"),
+        fact: list[str] = _FACT,
+        remove: bool = typer.Option(False, "--remove", help="retract the facts instead (as kb retract)"),
+        yes: bool = _YES, dry_run: bool = _DRY_RUN,
+        model: Optional[str] = typer.Option(None, "--model", "-m", help="model that translates the statement"),
+        base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE,
+        prompts: Optional[str] = _PROMPTS) -> None:
+    """Add facts to the KB: each is checked against the KB's own facts (predicate and arity, argument
+    types, duplicates), the change is shown as a diff and written when confirmed, with a backup."""
+    _change(kb, statement, fact, "remove" if remove else "add", yes, dry_run, model, base_url, llm_cache, prompts)
+
+
+@kb_app.command()
+def retract(kb: Path = typer.Argument(..., help="KB file or folder to change"),
+            statement: Optional[str] = typer.Argument(None, help="a statement in English (needs --model)"),
+            fact: list[str] = _FACT, yes: bool = _YES, dry_run: bool = _DRY_RUN,
+            model: Optional[str] = typer.Option(None, "--model", "-m", help="model that translates the statement"),
+            base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE,
+            prompts: Optional[str] = _PROMPTS) -> None:
+    """Remove facts from the KB (the same as kb add --remove): shown as a diff, written when confirmed."""
+    _change(kb, statement, fact, "remove", yes, dry_run, model, base_url, llm_cache, prompts)
+
+
+def _change(kb: Path, statement: Optional[str], facts: list[str], mode: Mode, yes: bool, dry_run: bool,
+            model: Optional[str], base_url: Optional[str], llm_cache: Optional[Path],
+            prompts_dir: Optional[str]) -> None:
+    if statement is None and not facts:
+        raise UsageError("give a statement (with --model) or facts with --fact")
+    if statement is not None and model is None:
+        raise UsageError("--model is needed to translate a statement (or give the facts with --fact)")
+    if not (yes or dry_run or sys.stdin.isatty()):
+        raise UsageError("stdin is not a terminal, so the change cannot be confirmed: pass --yes to write it, "
+                         "or --dry-run to only show it")
+    prompts = PromptSet(prompts_option(prompts_dir))
+    prompts.check_overrides([PROMPT[mode]])
+    texts = list(facts)
+    if statement is not None:
+        assert model is not None
+        with _open(kb, ProofLimits(), []) as base:
+            words = vocabulary(base)
+        found: list[list[str]] = []
         client = _client(model, base_url, llm_cache, 1)
-        results: list[Addition] = []
         try:
-            run_flows(client, [("add", add_flow(base, statement, settings, words))], results.append)
+            run_flows(client, [(mode, translate_flow(statement, mode, prompts, words, Settings()))], found.append)
         finally:
             client.close()
-        addition = results[0]
-        for fact in addition.facts:
-            typer.echo(f"{fact}.")
-        for rejected in addition.rejected:
-            typer.echo(f"rejected: {rejected}", err=True)
-        if addition.error or not addition.facts:
-            raise UsageError(addition.error or "no fact to add")
-        if yes:
-            append_facts(base, kb, addition.facts)
-            typer.echo(f"appended {len(addition.facts)} facts to {kb}", err=True)
-        else:
-            typer.echo("(not written; add --yes to append them)", err=True)
+        if not found[0]:
+            typer.echo("the model wrote no fact for the statement (NONE)", err=True)
+        texts += found[0]
+    judgement = judge(kb, mode, texts)
+    if judgement.errors:
+        raise UsageError(f"the KB does not load: {judgement.errors[0]}")
+    for item in judgement.facts:
+        if item.status == "refused":
+            typer.echo(f"refused: {item.text} -- {item.reason}", err=True)
+        elif item.status != ("new" if mode == "add" else "present"):
+            typer.echo(f"skipped: {item.fact or item.text} -- {item.reason}", err=True)
+    chosen = judgement.changes(mode)
+    refused = any(item.status == "refused" for item in judgement.facts)
+    if not chosen:
+        if refused:
+            raise UsageError("nothing to write: every fact was refused or already so")
+        typer.echo("nothing to change", err=True)
+        return
+    changes = edited(chosen, mode)
+    typer.echo(diff(changes), nl=False)
+    if dry_run:
+        typer.echo("(dry run: nothing written)", err=True)
+        return
+    if not yes and not typer.confirm(f"Write {len(chosen)} change(s) to {', '.join(map(str, changes))}?"):
+        typer.echo("nothing written", err=True)
+        return
+    backups = write(kb, changes, mode, chosen, judgement)
+    verb = "added" if mode == "add" else "removed"
+    typer.echo(f"{verb} {len(chosen)} fact(s); backup: {', '.join(map(str, backups))}", err=True)
+    if refused:
+        sys.exit(1)  # written, but not everything asked for

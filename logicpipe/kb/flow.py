@@ -1,9 +1,7 @@
-"""Batch driver for the model-backed kb modes: one record per input, resumable after a kill.
-
-Each input runs as a generator that yields model Requests and receives their replies; the driver
-sends every pending request of a wave through one LLMClient.run (concurrent, cached), advances the
-generators as replies arrive, and appends a record the moment its generator returns.
-"""
+"""Driver for the model-backed kb modes: each input runs as a generator that yields model Requests and
+receives their replies; the driver sends every pending request of a wave through one LLMClient.run
+(concurrent, cached), advances the generators as replies arrive, and emits a record the moment its
+generator returns. batch.py holds a batch's run folder around it."""
 
 from __future__ import annotations
 
@@ -11,23 +9,27 @@ import re
 from collections.abc import Callable, Generator, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from string import Template
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.errors import DataError, ProgramParseError
-from ..core.jsonl import Appender, iter_json_lines, read_records
-from ..core.records import Usage
+from ..core.jsonl import iter_json_lines
+from ..core.records import Record, Usage
 from ..llm import Completion, LLMClient, LLMError, Request
+from ..run.folder import ErrorBudget
 from .knowledge import Percept, parse_percept
 from .terms import Term, parse_goals
 
-PROMPTS = Path(__file__).with_name("prompts")
-
 Reply = Completion | LLMError
 Flow = Generator[Request, Reply, Any]  # returns the input's record
-R = TypeVar("R", bound=BaseModel)
+
+
+class KBRecord(Record):
+    """What a kb batch writes per input: ask's and validate's records share these fields."""
+
+    percepts: list[str] = Field(default_factory=list)  # the real-time values the proofs saw
+    usage: Usage = Field(default_factory=Usage)
 
 
 class Settings(BaseModel):
@@ -41,10 +43,6 @@ class Input:
     id: str
     text: str
     percepts: list[Percept] = field(default_factory=list)  # this input's real-time values
-
-
-def prompt(name: str, **values: str) -> list[dict[str, str]]:
-    return [{"role": "user", "content": Template((PROMPTS / f"{name}.txt").read_text()).substitute(values)}]
 
 
 def code_block(text: str) -> str:
@@ -100,8 +98,12 @@ def read_inputs(path: Path, field: str) -> list[Input]:
     return inputs
 
 
-def run_flows(client: LLMClient, flows: Iterable[tuple[str, Flow]], emit: Callable[[Any], None]) -> None:
-    """Drive the flows to completion; `emit` gets each finished record (in completion order)."""
+def run_flows(client: LLMClient, flows: Iterable[tuple[str, Flow]], emit: Callable[[Any], None],
+              failed: Callable[[str, Exception], Any] | None = None, budget: ErrorBudget | None = None) -> None:
+    """Drive the flows to completion; `emit` gets each finished record (in completion order). A flow
+    that raises ends there: `failed(key, exc)` makes its record (an error record), or without `failed`
+    the exception propagates. Model errors are charged to `budget` as `logicpipe run` charges them: a
+    fatal one stops the run before its record is written (a resume redoes it), others after."""
     waiting: dict[str, tuple[Flow, Request]] = {}
 
     def advance(key: str, flow: Flow, reply: Reply | None) -> None:
@@ -110,13 +112,23 @@ def run_flows(client: LLMClient, flows: Iterable[tuple[str, Flow]], emit: Callab
         except StopIteration as done:
             emit(done.value)
             return
+        except Exception as exc:  # noqa: BLE001 - one input's failure is its record, never the batch's
+            if failed is None:
+                raise
+            emit(failed(key, exc))
+            return
         request.key = key
         waiting[key] = (flow, request)
 
     in_flight: dict[str, Flow] = {}
 
     def on_result(request: Request, reply: Reply) -> None:
+        error = reply if isinstance(reply, LLMError) else None
+        if budget is not None and error is not None and error.fatal:
+            budget.check(error)
         advance(request.key, in_flight.pop(request.key), reply)
+        if budget is not None and error is not None:
+            budget.check(error)
 
     for key, flow in flows:
         advance(key, flow, None)
@@ -127,20 +139,3 @@ def run_flows(client: LLMClient, flows: Iterable[tuple[str, Flow]], emit: Callab
             requests.append(request)
         waiting.clear()
         client.run(requests, on_result)
-
-
-def run_batch(client: LLMClient, inputs: list[Input], out: Path, model: type[R],
-              make_flow: Callable[[Input], Flow]) -> tuple[int, int]:
-    """Skip inputs already in `out`, run the rest, append each record as it finishes.
-    Returns (records now in out, records written by this run)."""
-    done = {record.id for record in read_records(out, model)}  # type: ignore[attr-defined]
-    pending = [item for item in inputs if item.id not in done]
-    written = 0
-    with Appender(out) as appender:
-        def emit(record: BaseModel) -> None:
-            nonlocal written
-            appender.write(record)
-            written += 1
-
-        run_flows(client, ((item.id, make_flow(item)) for item in pending), emit)
-    return len(done) + written, written

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .knowledge import KnowledgeBase
+from .outcome import status
 from .terms import Compound, Term, ground, parse_term, show
 
 
@@ -39,7 +40,7 @@ def instances(kb: KnowledgeBase, per_predicate: int) -> list[Compound]:
     """Ground, derivable instances of each KB predicate, in the order Prolog finds them."""
     found: list[Compound] = []
     for predicate in kb.predicates:
-        if predicate.arity == 0:
+        if predicate.arity == 0 or predicate.name.startswith("$"):  # SWI-Prolog's own ('$tabled'/2)
             continue
         variables = ", ".join(f"V{i}" for i in range(predicate.arity))
         result = kb.prove(f"{predicate.name}({variables})")
@@ -64,7 +65,10 @@ def statements(kb: KnowledgeBase, per_predicate: int = 4) -> list[Statement]:
 
     def add(term: Term, negated: bool, kind: str) -> None:
         goal = f"\\+ {show(term)}" if negated else show(term)
-        label = kb.prove(goal)["proved"]
+        verdict = status(kb.prove(goal))
+        if verdict == "unknown":  # a limit stopped the search: no label either way
+            return
+        label = verdict == "proved"
         out.append(Statement(f"s{len(out):04d}", verbalize(term, negated), goal, label, kind))
 
     for term in true_terms:
@@ -78,13 +82,13 @@ def statements(kb: KnowledgeBase, per_predicate: int = 4) -> list[Statement]:
 
 
 def _wrong_constant(kb: KnowledgeBase, term: Compound, by_position: dict[tuple[str, int], list[Term]]) -> Compound | None:
-    """The first one-argument change that the KB cannot derive."""
+    """The first one-argument change that the KB cannot derive (its search finished without a proof)."""
     for index in reversed(range(len(term.args))):
         for other in by_position[(term.name, index)]:
             if other == term.args[index]:
                 continue
             changed = Compound(term.name, term.args[:index] + (other,) + term.args[index + 1:])
-            if not kb.prove(show(changed))["proved"]:
+            if status(kb.prove(show(changed))) == "failed":  # the search finished: not derivable
                 return changed
     return None
 

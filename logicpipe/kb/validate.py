@@ -1,7 +1,9 @@
 """Fact validation (the seed's second mode): answer -> atomic claims -> goals -> one verdict per claim.
 
-A claim is True (with its proof tree), "not derivable" (false, or missing from the KB: backward
-chaining cannot tell the two apart), or "untranslatable". An answer is valid only if every claim is True.
+A claim is true (proved, with its proof tree), not derivable (the search finished without a proof: false,
+or missing from the KB, which backward chaining cannot tell apart), unknown (a limit, an error or a
+refusal stopped the search: no verdict either way) or untranslatable. An answer is valid only if every
+claim is true.
 """
 
 from __future__ import annotations
@@ -12,13 +14,16 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core.errors import LogicPipeError
-from ..core.records import Usage
+from ..core.errors import LogicPipeError, ProgramParseError
+from ..core.records import stage_error
 from ..llm import LLMError, Request
-from .flow import Flow, Input, Settings, add_usage, prompt
+from ..prompts import PromptSet
+from .flow import Flow, Input, KBRecord, Settings, add_usage
 from .knowledge import NOT_DERIVABLE, KnowledgeBase, Percept
+from .outcome import reason, status
 
-TRUE, NOT_DERIVABLE_VERDICT, UNTRANSLATABLE = "true", "not derivable", "untranslatable"
+TRUE, NOT_DERIVABLE_VERDICT, UNKNOWN, UNTRANSLATABLE = "true", "not derivable", "unknown", "untranslatable"
+TEMPLATES = ("kb-claims",)
 
 
 class Claim(BaseModel):
@@ -30,15 +35,10 @@ class Claim(BaseModel):
     proof: dict[str, Any] | None = None  # the first solution's tree, or the explored tree when it failed
 
 
-class ValidateRecord(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-    id: str
-    answer: str
-    percepts: list[str] = Field(default_factory=list)  # the real-time values the proofs saw
+class ValidateRecord(KBRecord):
+    answer: str = ""
     claims: list[Claim] = Field(default_factory=list)
     valid: bool = False
-    error: str | None = None
-    usage: Usage = Field(default_factory=Usage)
 
 
 def judge(kb: KnowledgeBase, claim: str, goal: str | None, percepts: Sequence[Percept] = ()) -> Claim:
@@ -47,14 +47,17 @@ def judge(kb: KnowledgeBase, claim: str, goal: str | None, percepts: Sequence[Pe
         return Claim(claim=claim, goal=None, verdict=UNTRANSLATABLE, reason="no goal over the KB's predicates")
     try:
         result = kb.prove(goal, percepts)
-    except LogicPipeError as exc:
+    except ProgramParseError as exc:  # unreadable, or refused by the whitelist (GoalRejected): not a KB goal
         return Claim(claim=claim, goal=goal, verdict=UNTRANSLATABLE, reason=str(exc))
-    if result["proved"]:
+    except LogicPipeError as exc:  # the prover failed on a goal it accepted: no verdict either way
+        return Claim(claim=claim, goal=goal, verdict=UNKNOWN, reason=str(exc))
+    verdict = status(result)
+    if verdict == "proved":
         return Claim(claim=claim, goal=result["goal"], verdict=TRUE, proof=result["solutions"][0]["tree"])
-    reason = NOT_DERIVABLE + (f" ({result['limit']} limit reached)" if result.get("limit") else "")
-    if result.get("error"):
-        reason += f": {result['error']}"
-    return Claim(claim=claim, goal=result["goal"], verdict=NOT_DERIVABLE_VERDICT, reason=reason,
+    if verdict == "unknown":
+        return Claim(claim=claim, goal=result["goal"], verdict=UNKNOWN, reason=reason(result),
+                     proof=result.get("explored"))
+    return Claim(claim=claim, goal=result["goal"], verdict=NOT_DERIVABLE_VERDICT, reason=NOT_DERIVABLE,
                  proof=result.get("explored"))
 
 
@@ -62,26 +65,27 @@ def parse_claims(text: str) -> list[tuple[str, str | None]]:
     start, end = text.find("["), text.rfind("]")
     try:
         items = json.loads(text[start:end + 1]) if start >= 0 and end > start else None
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):
         items = None
     if not isinstance(items, list) or not all(isinstance(i, dict) and isinstance(i.get("claim"), str)
                                               and isinstance(i.get("goal"), (str, type(None))) for i in items):
-        raise ValueError("the reply is not a JSON list of {\"claim\": ..., \"goal\": ...} objects")
+        raise ProgramParseError("the reply is not a JSON list of {\"claim\": ..., \"goal\": ...} objects")
     return [(i["claim"], i["goal"]) for i in items]
 
 
-def validate_flow(kb: KnowledgeBase, item: Input, settings: Settings, words: dict[str, str]) -> Flow:
+def validate_flow(kb: KnowledgeBase, item: Input, settings: Settings, words: dict[str, str],
+                  prompts: PromptSet) -> Flow:
     record = ValidateRecord(id=item.id, answer=item.text, percepts=[str(p) for p in [*kb.percepts, *item.percepts]])
-    reply = yield Request("", prompt("claims", answer=item.text, **words), settings.temperature,
+    reply = yield Request("", prompts.get("kb-claims").render(answer=item.text, **words), settings.temperature,
                           settings.max_tokens, purpose="kb-claims", problem=item.id)
     add_usage(record.usage, reply)
     if isinstance(reply, LLMError):
-        record.error = f"kb-claims: {reply}"
+        record.error = stage_error(reply)
         return record
     try:
         pairs = parse_claims(reply.text)
-    except ValueError as exc:
-        record.error = f"kb-claims: {exc}"
+    except ProgramParseError as exc:
+        record.error = stage_error(exc)
         return record
     record.claims = [judge(kb, claim, goal, item.percepts) for claim, goal in pairs]
     record.valid = bool(record.claims) and all(c.verdict == TRUE for c in record.claims)

@@ -8,8 +8,9 @@ from pathlib import Path
 
 from ..core.records import Problem, text_sha
 from ..core.trajectory import Trajectory
+from ..run.folder import ModelErrors
 from ..stages import PIPELINE, RunConfig, run_stages
-from ..stages.context import Gate, ModelErrors
+from ..stages.context import Gate
 from .calls import model_stop
 from .config import OptimizeConfig
 from .params import Structure

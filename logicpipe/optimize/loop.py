@@ -15,8 +15,8 @@ from pathlib import Path
 from ..core.errors import LogicPipeError, RunStopped, UsageError
 from ..llm import api_key
 from ..prompts import PromptSet
+from ..run.folder import LOCK_FILE, DirectoryLock
 from ..solvers import get_solver
-from ..stages.identity import LOCK_FILE, DirectoryLock
 from ..stages.llmcalls import BudgetSpent
 from .calls import Budget
 from .config import OptimizeConfig

@@ -18,7 +18,6 @@ from . import logiclm
 
 _SPLIT = "=== user ==="
 _FIELD = re.compile(r"\{\{(\w+)\}\}")
-_CHOICE = re.compile(r"correct (?:option|answer) is:?\s*\(?([A-Z])\b", re.IGNORECASE)
 _FENCE = re.compile(r"```[\w-]*\n(.*?)```", re.S)
 
 
@@ -169,10 +168,3 @@ def extract_program(text: str) -> str:
     if body.lower().startswith("program:"):
         body = body[len("program:"):].strip()
     return body + "\n"
-
-
-def extract_choice(text: str, letters: list[str]) -> str | None:
-    """The option letter a Standard or CoT reply settles on (its last 'correct option is: X')."""
-    found = [m.group(1).upper() for m in _CHOICE.finditer(text)]
-    found = [f for f in found if f in letters]
-    return found[-1] if found else None

@@ -11,7 +11,7 @@ from ..core.errors import LogicPipeError, UsageError
 from ..core.records import EvaluateRecord, Problem, SolveRecord
 from ..core.stagefile import StageFile
 from ..data import get_dataset, load_problems, load_task_file
-from ..stages.identity import RUN_FILE
+from ..run.folder import RUN_FILE
 
 
 @dataclass

@@ -19,19 +19,52 @@ def render_summary(console: Console, metrics: dict, stages: list) -> None:
     table.add_row(str(metrics["total"]), str(metrics["executed"]), f"{metrics['exe_rate']:.2f}%",
                   f"{metrics['exe_acc']:.2f}%", f"{metrics['accuracy']:.2f}%")
     console.print(table)
+    _failures(console, metrics, "failures by category")
+    _stages(console, stages)
+
+
+def _failures(console: Console, metrics: dict, title: str) -> None:
     if metrics["failures"]:
-        failures = Table(title="failures by category")
+        failures = Table(title=title)
         failures.add_column("category")
         failures.add_column("count", justify="right")
         for category, count in metrics["failures"].items():
             failures.add_row(category, str(count))
         console.print(failures)
+
+
+def _stages(console: Console, stages: list) -> None:
     timing = Table(title="stages")
     for column in ("stage", "records", "new", "seconds"):
         timing.add_column(column, justify="right" if column != "stage" else "left")
     for stage in stages:
         timing.add_row(stage.name, str(stage.total), str(stage.new), f"{stage.seconds:.2f}")
     console.print(timing)
+
+
+# Which backup gave the answer of a problem whose program did not execute (EvaluateRecord.backup).
+_BACKUP_WORDS = {
+    "cot": "backup answer: the chain-of-thought backup, as the program did not execute",
+    "random": "backup answer: a random letter, as the program did not execute",
+    "cot, then random": "backup answer: a random letter, as the program did not execute and the "
+                        "chain-of-thought backup gave no answer",
+}
+_NO_BACKUP = "no answer: the program did not execute and no backup was used"
+_UNNAMED = "backup answer: the program did not execute"  # records written before backups were named
+
+
+def render_baseline_summary(console: Console, metrics: dict, stages: list, mode: str) -> None:
+    """A baseline's figures in its own words: the model answers directly, so there is no program to
+    execute and no backup; what counts is how many replies named an option, and how many were right."""
+    label = {"standard": "Standard", "cot": "chain-of-thought"}.get(mode, mode)
+    table = Table(title=f"{metrics['dataset']} ({metrics['split']}, {label} baseline, {metrics['source']})")
+    for column in ("total", "answered", "answered %", "correct", "accuracy"):
+        table.add_column(column, justify="right")
+    table.add_row(str(metrics["total"]), str(metrics["executed"]), f"{metrics['exe_rate']:.2f}%",
+                  str(metrics["correct"]), f"{metrics['accuracy']:.2f}%")
+    console.print(table)
+    _failures(console, metrics, "replies without an answer")
+    _stages(console, stages)
 
 
 def render_explanation(console: Console, explained: Explained) -> None:
@@ -44,7 +77,10 @@ def render_explanation(console: Console, explained: Explained) -> None:
     else:
         _plain(console, f"question: not available: {explained.missing}")
     if scored is not None:
-        how = "" if scored.executed else " (backup answer: the program did not execute)"
+        how = ""
+        if not scored.executed:
+            fallback = _NO_BACKUP if scored.final is None else _UNNAMED
+            how = f" ({_BACKUP_WORDS.get(scored.backup or '', fallback)})"
         _plain(console, f"gold: {scored.gold}   predicted: {scored.final}{how}   "
                         f"{'right' if scored.correct else 'wrong'}")
     else:

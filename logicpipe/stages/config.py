@@ -4,19 +4,18 @@ from __future__ import annotations
 
 import math
 import os
-import re
 from pathlib import Path
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from ..data.registry import DatasetSpec, get_dataset, load_task_file
+from ..run.folder import allowed_errors
 
 Backup = Literal["random", "cot", "none"]
 # error: repair programs that fail (Logic-LM); semantic: also revise those that execute and keep a
 # revision only if the model judges it more faithful to the problem (Logic-LM++).
 RefineMode = Literal["error", "semantic"]
-_BUDGET = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(%?)\s*$")
 
 
 def writable(path: Path, folder: bool) -> Path:
@@ -108,8 +107,7 @@ class RunConfig(OutputPaths):
     @field_validator("max_errors")
     @classmethod
     def _budget(cls, value: str) -> str:
-        if not _BUDGET.match(value):
-            raise ValueError("give a count (5) or a percentage (10%)")
+        allowed_errors(value, 1)  # ValueError for anything but a count or a percentage
         return value.strip()
 
     @model_validator(mode="after")
@@ -135,10 +133,7 @@ class RunConfig(OutputPaths):
 
     def error_budget(self, total: int) -> int:
         """How many model errors a run of `total` problems may have before it stops (at least one)."""
-        match = _BUDGET.match(self.max_errors)
-        number, percent = (float(match.group(1)), match.group(2)) if match else (0.0, "")
-        allowed = number * total / 100 if percent else number
-        return max(1, math.floor(allowed))
+        return allowed_errors(self.max_errors, total)
 
     @property
     def spec(self) -> DatasetSpec:

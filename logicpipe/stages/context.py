@@ -6,13 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ..core.errors import LLMError, RunStopped
+from ..core.errors import LLMError
 from ..core.task import Task
 from ..core.trajectory import Trajectory
 from ..llm import Completion, Request
 from ..prompts import PromptSet
+from ..run.folder import ErrorBudget, RunFolder
 from .config import RunConfig
-from .store import Store
 
 Progress = Callable[[str, int, int], None]
 
@@ -28,32 +28,6 @@ class StageReport:
     new: int
     seconds: float
     note: str = ""
-
-
-class ModelErrors(RunStopped):
-    """The error budget stopped a run; `last` is the model error that did it (a caller with options of
-    its own, like `logicpipe optimize`, words the stop in them)."""
-
-    def __init__(self, message: str, last: LLMError):
-        super().__init__(message)
-        self.last = last
-
-
-class ErrorBudget:
-    """Model errors a run tolerates before it stops: a fatal one (bad key, unknown model) stops it at
-    once, others once there are more than `allowed`."""
-
-    def __init__(self, allowed: int):
-        self.allowed = allowed
-        self.spent = 0
-
-    def check(self, error: LLMError) -> None:
-        if error.fatal:
-            raise ModelErrors(f"stopped at the first fatal model error ({error}); finished records are kept", error)
-        self.spent += 1
-        if self.spent > self.allowed:
-            raise ModelErrors(f"stopped after {self.spent} model errors, over the budget of {self.allowed} "
-                              f"(--max-errors); last: {error}; finished records are kept, re-run to resume", error)
 
 
 class Gate(Protocol):
@@ -72,7 +46,7 @@ class Gate(Protocol):
 class RunContext:
     config: RunConfig
     task: Task
-    store: Store
+    store: RunFolder  # the run's folder: its lock, identity and stage files
     prompts: PromptSet
     budget: ErrorBudget
     progress: Progress = quiet

@@ -34,7 +34,7 @@ def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
     records = stage.finish([t.id for t in inputs])
     metrics = compute_metrics(records, ctx.config, ctx.task.solver)
     metrics.update(model_metrics(ctx.config, trajectories))
-    write_json_if_changed(ctx.store.stage_dir / "metrics.json", metrics)
+    write_json_if_changed(ctx.store.path / "metrics.json", metrics)
     ctx.metrics = metrics
     return [StageReport(NAME, len(inputs), new, time.monotonic() - start)]
 
@@ -44,4 +44,4 @@ def score(record: InterpretRecord, answer: str | None) -> EvaluateRecord:
         id=record.id, gold=answer, predicted=record.predicted, final=record.final,
         executed=record.executed, error=record.error,
         correct_executed=record.executed and record.predicted is not None and record.predicted == answer,
-        correct=record.final is not None and record.final == answer)
+        correct=record.final is not None and record.final == answer, backup=record.backup)

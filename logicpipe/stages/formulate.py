@@ -12,9 +12,10 @@ from ..core.trajectory import Trajectory
 from ..data import load_programs
 from ..llm import Request
 from ..llm.constrain import check_refusal, field_for, grammar_for
-from ..prompts import extract_program, problem_fields
+from ..prompts import problem_fields
 from .context import RunContext, StageReport
 from .llmcalls import Result, send, usage
+from .replies import NO_PROGRAM, read_program
 
 NAME = "formulate"
 Write = Callable[[Trajectory, FormulateRecord], None]
@@ -75,12 +76,18 @@ def _ask(ctx: RunContext, todo: list[Trajectory], write: Write) -> None:
             return
         arrived_samples = pending.pop(pid)
         results = [arrived_samples[i] for i in range(samples)]
-        texts = [extract_program(r.text) for r in results if not isinstance(r, Exception)]
+        replies = [r.text for r in results if not isinstance(r, Exception)]
+        # A reply with no program in it (empty, or prose) is not sent on as one, nor voted with.
+        texts = [t for t in (read_program(r, ctx.task.solver) for r in replies) if t is not None]
         failures = [r for r in results if isinstance(r, Exception)]
+        error = None
+        if not texts:  # a failed request may succeed on a later run; a reply without a program would not
+            error = (stage_error(failures[0]) if failures
+                     else StageError(category=ErrorCategory.no_program, message=NO_PROGRAM))
         write(by_id[pid], FormulateRecord(
             id=pid, dataset=ctx.task.dataset, program=texts[0] if texts else None,
             samples=texts if samples > 1 else [], source=f"llm:{model}", usage=usage(results),
-            prompt_id=prompt.id, prompt_hash=prompt.hash,
-            error=None if texts else stage_error(failures[0])))
+            prompt_id=prompt.id, prompt_hash=prompt.hash, error=error,
+            reply=replies[0] if replies and not texts else None))
 
     send(ctx, model, requests, arrived)

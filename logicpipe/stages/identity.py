@@ -1,4 +1,4 @@
-"""Run identity (run.json: everything that decides a dataset directory's results) and the directory lock.
+"""Run identity: everything that decides a dataset folder's results, as run/folder.py records it in run.json.
 
 Each stage names the options that decide its records. A stage run against a directory whose run.json
 recorded other values for them is refused, with the fields that differ; nothing is ever mixed silently.
@@ -6,26 +6,17 @@ recorded other values for them is refused, with the fields that differ; nothing 
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import json
-import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 from .. import __version__
-from ..core.errors import UsageError
-from ..core.jsonl import write_json_if_changed
 from ..core.records import text_sha
 from ..llm.constrain import grammar_hash
 from ..prompts import Prompt
 from .context import RunContext
 
 SEMANTIC = ("revise", "compare")  # the prompts semantic refinement adds
-
-RUN_FILE = "run.json"
-LOCK_FILE = ".lock"
 
 
 def file_sha256(path: Path) -> str:
@@ -88,9 +79,8 @@ def _constraint(ctx: RunContext) -> dict[str, Any]:
 
 
 def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
-    """Refuse a run whose options differ from what made the directory's records; then record them and
-    return the directory's whole identity."""
-    stage_dir = ctx.store.stage_dir
+    """Refuse a run whose options differ from what made the folder's records; then record them and
+    return the folder's whole identity."""
     wanted: dict[str, Any] = {"dataset": ctx.task.dataset, "split": ctx.task.split, "limit": ctx.config.limit,
                               "logicpipe": __version__, "stages": {}}
     if ctx.task.definition is not None:
@@ -99,71 +89,11 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
         wanted["ids"] = text_sha(*sorted(ctx.config.ids))
     if ctx.config.exclude_ids is not None:  # likewise: the split less these
         wanted["exclude_ids"] = text_sha(*sorted(ctx.config.exclude_ids))
-    path = stage_dir / RUN_FILE
-    recorded: dict[str, Any] = {}
-    if path.exists():
-        recorded = json.loads(path.read_text())
-    elif any(stage_dir.glob("*.jsonl")):
-        raise UsageError(f"{stage_dir} holds records but no {RUN_FILE} (an older logicpipe made them); "
-                         "pass --overwrite to start afresh, or use another --out")
-    differ: list[str] = [key for key in ("dataset", "split", "limit", "logicpipe", "task")
-              if key in recorded and recorded[key] != wanted.get(key)]
-    differ += [key for key in ("ids", "exclude_ids") if recorded and recorded.get(key) != wanted.get(key)]
-    stages_then = recorded.get("stages", {})
-    wanted["stages"] = dict(stages_then)
     # Refinement solves its repairs with the solve stage's limits, so it answers to those too.
     for stage in [*stages, *(["solve"] if "refine" in stages and "solve" not in stages else [])]:
-        now = stage_identity(ctx, stage)
-        then = stages_then.get(stage)
-        if stage == "refine" and then == {"model": None} and not any(stage_dir.glob("refine-*.jsonl")):
-            then = None  # nothing was refined yet: a run may now add a refinement model
-        if then is not None:
-            differ += [f"{stage}.{key}" for key in sorted(set(now) | set(then)) if now.get(key) != then.get(key)]
-        wanted["stages"][stage] = now
-    if differ:
-        raise UsageError(f"{stage_dir} was made with other options ({', '.join(differ)} differ); "
-                         "re-run with the same options to resume, or pass --overwrite to start afresh")
-    if wanted != recorded:
-        write_json_if_changed(path, wanted)
-    return wanted
-
-
-def clear(stage_dir: Path) -> None:
-    """--overwrite: remove what an earlier run wrote in this dataset directory (not the lock)."""
-    for entry in stage_dir.iterdir() if stage_dir.is_dir() else []:
-        if entry.name == LOCK_FILE:
-            continue
-        if entry.is_dir():
-            shutil.rmtree(entry)
-        else:
-            entry.unlink()
-
-
-class DirectoryLock:
-    """One run per dataset directory: a second one says who holds it and stops before writing."""
-
-    def __init__(self, stage_dir: Path):
-        self.path = stage_dir / LOCK_FILE
-        self._fd: int | None = None
-
-    def __enter__(self) -> DirectoryLock:
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError:
-            if os.access(self.path.parent, os.W_OK):
-                raise
-            return self  # a read-only directory: nobody can write into it, so there is nothing to guard
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
-            raise UsageError(f"{self.path.parent} is in use by another logicpipe run (it holds {self.path}); "
-                             "wait for it to end or use another --out") from None
-        self._fd = fd
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        if self._fd is not None:
-            os.close(self._fd)
-            self._fd = None
+        wanted["stages"][stage] = stage_identity(ctx, stage)
+    folder = ctx.store
+    recorded = folder.recorded().get("stages", {})
+    # Nothing was refined yet: a run may now add a refinement model.
+    unrefined = recorded.get("refine") == {"model": None} and not any(folder.path.glob("refine-*.jsonl"))
+    return folder.settle(wanted, always=("ids", "exclude_ids"), fresh=("refine",) if unrefined else ())

@@ -10,11 +10,12 @@ from dataclasses import dataclass
 from ..core.records import ErrorCategory, InterpretRecord, Problem, StageError, Usage, executed, stage_error
 from ..core.trajectory import Trajectory
 from ..llm import Request
-from ..prompts import extract_choice, problem_fields
+from ..prompts import problem_fields
 from ..solvers import map_answer
 from ..solvers.base import option_letters
 from .context import RunContext, StageReport
 from .llmcalls import Result, send, usage
+from .replies import read_answer
 
 NAME = "interpret"
 
@@ -93,10 +94,10 @@ def ask(ctx: RunContext, problems: list[Problem], prompt_id: str, answered: Call
         if isinstance(result, Exception):
             answered(request.key, Answer(None, usage([result]), stage_error(result)))
             return
-        choice = extract_choice(result.text, sorted(option_letters(by_id[request.key].options)))
-        error = None if choice else StageError(category=ErrorCategory.no_answer,
-                                               message="the reply names no option letter")
-        answered(request.key, Answer(choice, usage([result]), error))
+        reading = read_answer(result.text, by_id[request.key].options)
+        error = None if reading.letter else StageError(category=ErrorCategory.no_answer,
+                                                       message=reading.reason or "the reply names no option")
+        answered(request.key, Answer(reading.letter, usage([result]), error))
 
     requests = [Request(p.id, prompt.render(**problem_fields(p)), ctx.config.temperature, ctx.config.max_tokens,
                         purpose=prompt_id, problem=p.id) for p in problems]

@@ -14,12 +14,13 @@ from ..core.trajectory import Trajectory
 from ..data import load_problems, load_programs
 from ..llm import api_key
 from ..prompts import PromptSet
+from ..run.folder import RunFolder
 from ..solvers import get_solver
 from . import evaluate, formulate, interpret, refine, solve
 from .config import RunConfig
-from .context import ErrorBudget, Gate, Progress, RunContext, Stage, StageReport, quiet
-from .identity import SEMANTIC, DirectoryLock, check_identity, clear
-from .store import Store, load_trajectories
+from .context import Gate, Progress, RunContext, Stage, StageReport, quiet
+from .identity import SEMANTIC, check_identity
+from .store import load_trajectories
 
 PIPELINE: dict[str, Stage] = {"formulate": formulate.run, "solve": solve.run, "refine": refine.run,
                               "interpret": interpret.run, "evaluate": evaluate.run}
@@ -108,8 +109,9 @@ def open_context(config: RunConfig, stages: list[str], progress: Progress = quie
     problems = problems_for(config)
     prompts = PromptSet(config.prompts)
     _check(config, stages, problems, prompts, task)
-    ctx = RunContext(config, task, Store(config.out / task.dataset), prompts,
-                     ErrorBudget(config.error_budget(len(problems))), progress, gate=gate)
+    folder = RunFolder(config.out / task.dataset, overwrite=config.overwrite,
+                       allowed_errors=config.error_budget(len(problems)))
+    ctx = RunContext(config, task, folder, prompts, folder.budget, progress, gate=gate)
     return ctx, problems
 
 
@@ -146,18 +148,12 @@ def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet,
 
 def _hold(ctx: RunContext, problems: list[Problem], identity: list[str],
           work: Callable[[list[Trajectory], dict], list[StageReport]]) -> RunReport:
-    """Run `work` while holding the dataset directory: its lock, --overwrite, the identity of the stages
+    """Run `work` while holding the dataset folder: its lock, --overwrite, the identity of the stages
     named, the trajectories rebuilt from its files, and those files closed afterwards."""
-    stage_dir = ctx.store.stage_dir
-    with DirectoryLock(stage_dir):
-        if ctx.config.overwrite:
-            clear(stage_dir)
+    with ctx.store:
         recorded = check_identity(ctx, identity)
-        try:
-            trajectories = load_trajectories(ctx.store, problems)
-            reports = work(trajectories, recorded)
-        finally:
-            ctx.store.close()
+        trajectories = load_trajectories(ctx.store, problems)
+        reports = work(trajectories, recorded)
     return RunReport(ctx.metrics, reports, trajectories, dict(ctx.store.reads))
 
 
@@ -166,7 +162,7 @@ def _need_upstream(ctx: RunContext, stages: list[str]) -> None:
     first = next(s for s in PIPELINE if s in stages)
     before = {"solve": "formulate", "refine": "solve", "interpret": "solve", "evaluate": "interpret"}.get(first)
     if before is not None and not ctx.store.exists(before):
-        raise UsageError(f"{ctx.store.path(before)} not found: run the {before} stage first")
+        raise UsageError(f"{ctx.store.stage_path(before)} not found: run the {before} stage first")
 
 
 def run(config: RunConfig, progress: Progress = quiet) -> RunReport:

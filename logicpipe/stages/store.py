@@ -1,43 +1,13 @@
-"""The stage files of one dataset directory: each read at most once per run, and the trajectories
-rebuilt from them."""
+"""The trajectories of a run, rebuilt from the stage files of its folder (each read once)."""
 
 from __future__ import annotations
 
-from collections import Counter
-from pathlib import Path
-from typing import TypeVar
-
-from ..core.records import DecisionRecord, FormulateRecord, InterpretRecord, Problem, Record, SolveRecord
-from ..core.stagefile import StageFile
+from ..core.records import DecisionRecord, FormulateRecord, InterpretRecord, Problem, SolveRecord
 from ..core.trajectory import Trajectory, program_sha
-
-R = TypeVar("R", bound=Record)
-
-
-class Store:
-    def __init__(self, stage_dir: Path):
-        self.stage_dir = stage_dir
-        self._files: dict[str, StageFile] = {}
-        self.reads: Counter[str] = Counter()
-
-    def path(self, name: str) -> Path:
-        return self.stage_dir / f"{name}.jsonl"
-
-    def file(self, name: str, model: type[R]) -> StageFile[R]:
-        if name not in self._files:
-            self.reads[name] += self.path(name).exists()
-            self._files[name] = StageFile(self.path(name), model)
-        return self._files[name]
-
-    def exists(self, name: str) -> bool:
-        return self.path(name).exists()
-
-    def close(self) -> None:
-        for stage in self._files.values():
-            stage.close()
+from ..run.folder import RunFolder
 
 
-def load_trajectories(store: Store, problems: list[Problem]) -> list[Trajectory]:
+def load_trajectories(store: RunFolder, problems: list[Problem]) -> list[Trajectory]:
     """One trajectory per problem, holding every record that is still valid for it."""
     trajectories = [Trajectory(problem) for problem in problems]
     formulated = store.file("formulate", FormulateRecord).done
