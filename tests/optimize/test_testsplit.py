@@ -147,3 +147,17 @@ def test_ctrl_c_scores_the_test_part_and_writes_the_report(scripted, data_dir, t
     assert report["test_problems"] == 4 and report["test_best"] == 1.0 and report["test_start"] is not None
     assert report["test_error"] is None and report["test_interval"] is not None
     assert "## Test" in (out / "report.md").read_text() and f"wrote {out / 'report.md'}" in stdout
+
+
+def test_a_run_resumed_with_other_excluded_ids_is_refused(data_dir, tmp_path, capsys):
+    programs = str(data_dir / "programs" / "ProntoQA_dev_gpt-4.json")
+    (tmp_path / "a.txt").write_text("ProntoQA_1\n")
+    (tmp_path / "b.txt").write_text("ProntoQA_2\n")
+    base = ["run", "-d", "prontoqa", "--data-dir", str(data_dir), "--programs", programs, "--limit", "2",
+            "--max-rounds", "0", "--out", str(tmp_path / "out")]
+    first = in_process(capsys, *base, "--exclude-ids", str(tmp_path / "a.txt"))
+    assert first.returncode == 0, first.stderr
+    evaluated = (tmp_path / "out" / "prontoqa" / "evaluate.jsonl").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in evaluated] == ["ProntoQA_2", "ProntoQA_3"]
+    again = in_process(capsys, *base, "--exclude-ids", str(tmp_path / "b.txt"))
+    assert again.returncode == 2 and "exclude_ids" in again.stderr and "--overwrite" in again.stderr
