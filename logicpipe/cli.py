@@ -101,13 +101,28 @@ def _options(
     overwrite: bool = typer.Option(False, "--overwrite", metavar="", help="discard what an earlier run wrote in OUT/<dataset>/ and start afresh"),
     max_errors: str = typer.Option("10%", "--max-errors", help="model errors a run tolerates before it stops: a count or a percentage of the problems"),
     prompts: Optional[str] = typer.Option(None, "--prompts", help="folder of prompt templates that replace the shipped ones of the same name, or the bare word logic-lm: Logic-LM's own prompts (downloaded once, pinned by sha256; ./logic-lm is a folder)"),
+    ids: Optional[Path] = typer.Option(None, "--ids", help="only the problems whose ids this file lists, one a line (e.g. an optimisation's OUT/splits/test.txt)"),
+    exclude_ids: Optional[Path] = typer.Option(None, "--exclude-ids", help="all problems but those whose ids this file lists, one a line"),
 ) -> RunConfig:
     values = dict(locals())
     values["prompts"] = prompts_option(prompts)
+    values["ids"], values["exclude_ids"] = _id_file(ids, "--ids"), _id_file(exclude_ids, "--exclude-ids")
     try:
         return RunConfig(**values)
     except ValidationError as exc:
         raise _invalid(exc) from None
+
+
+def _id_file(path: Path | None, option: str) -> list[str] | None:
+    """The ids a file lists, one a line (blank lines and surrounding spaces ignored)."""
+    if path is None:
+        return None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise LogicPipeError(f"{option} {path}: cannot read it ({exc.__class__.__name__}: "
+                             f"{getattr(exc, 'strerror', None) or exc})") from None
+    return [line.strip() for line in text.splitlines() if line.strip()]
 
 
 def _invalid(exc: ValidationError) -> LogicPipeError:
@@ -119,7 +134,7 @@ def _invalid(exc: ValidationError) -> LogicPipeError:
 
 
 # Which options each command shows; the others keep their defaults.
-_WHERE = {"dataset", "task", "split", "out", "data_dir", "limit", "overwrite"}
+_WHERE = {"dataset", "task", "split", "out", "data_dir", "limit", "overwrite", "ids", "exclude_ids"}
 _SOLVER = {"workers", "timeout", "memory_mb", "executor", "ray_address"}
 _LLM = {"model", "base_url", "max_concurrency", "temperature", "max_tokens", "llm_timeout", "max_retries",
         "price_prompt", "price_completion", "llm_cache", "max_errors", "prompts"}
@@ -365,6 +380,8 @@ def optimize(
     llm_timeout: float = LLM_TIMEOUT,
     max_retries: int = MAX_RETRIES,
     llm_cache: Optional[Path] = typer.Option(None, "--llm-cache", help="SQLite cache of model replies (default OUT/llm-cache.sqlite)"),
+    test_split: Optional[str] = typer.Option(None, "--test-split", help="split the start and best prompts are scored on at the end (default: a part of --val-split cut off by id hash; never seen while optimising)"),
+    limit_test: Optional[int] = typer.Option(None, "--limit-test", help="at most this many test problems"),
 ) -> None:
     """Optimise a dataset's prompts: losses, gradients and rewrites on training minibatches, each candidate
     kept only if it beats the current prompts on held-out validation problems. Re-running resumes."""
@@ -383,8 +400,9 @@ def optimize(
     try:
         result = run_optimize(config, progress=lambda note: console.print(note, markup=False, highlight=False,
                                                                                soft_wrap=True))
-    except RunStopped:
-        # A model that failed for good: the steps that finished before it are reported all the same.
+    except (RunStopped, KeyboardInterrupt):
+        # A model that failed for good, or Ctrl-C: the steps that finished before it (and the test part,
+        # scored on the way out) are reported all the same.
         if OptimizeState(config.out).current() is not None:
             _wrote(write_report(config.out))
         raise
@@ -422,9 +440,16 @@ def _render_optimize(result) -> None:
                       f"{step.calls} ({step.cached_calls})", str(step.prompt_tokens + step.completion_tokens),
                       f"{step.cost:.4f}" if step.cost is not None else "-")
     stdout.print(table)
-    stdout.print(f"best: {result.best_dir} (validation {result.best_score:.3f}, start {result.start_score:.3f}); "
-                 f"use it with: logicpipe run --prompts {result.best_dir} ...", markup=False, highlight=False,
-                 soft_wrap=True)
+    stdout.print(f"best: {result.best_dir} (validation {result.best_score:.3f}, start {result.start_score:.3f})",
+                 markup=False, highlight=False, soft_wrap=True)
+    test = result.test
+    if test is not None and test.paired is not None and test.interval is not None:
+        stdout.print(f"test ({test.problems} unseen problems of {test.split}): start {test.start:.3f}, best "
+                     f"{test.best:.3f}, paired {describe(test.paired)}, 95% interval {test.interval[0]:+.3f} to "
+                     f"{test.interval[1]:+.3f}; reproduce: {test.command}", markup=False, highlight=False,
+                     soft_wrap=True)
+    elif test is not None:
+        stdout.print(f"test: not scored ({test.error})", markup=False, highlight=False, soft_wrap=True)
 
 
 @app.command("serve-scripted")

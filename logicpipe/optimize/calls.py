@@ -48,6 +48,9 @@ class Budget:
         # Called once per model with its first reply (cached ones too): options.json then records it.
         self.on_answer: Callable[[str], None] = lambda model: None
         self._asking: str | None = None
+        # False while the final test evaluation runs: it is outside --max-calls/--max-cost (a spent
+        # budget must still leave an honest score), and only counted.
+        self.bounded = True
         self._answered: set[str] = set()
         self._lock = threading.Lock()
         self.base_url = config.endpoint
@@ -84,7 +87,7 @@ class Budget:
     def admit(self, model: str, requests: list[Request]) -> list[Request]:
         # Every request in flight is to this model: the pipeline and the optimiser never send at once.
         self._asking = model
-        room = self.left()
+        room = self.left() if self.bounded else None
         if room is None:
             return requests
         # Opened per batch: the pipeline sends from more than one thread, and SQLite handles stay in theirs.

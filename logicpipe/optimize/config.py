@@ -33,6 +33,9 @@ class OptimizeConfig(TaskOptions):
     limit_val: int | None = Field(default=None, ge=2)
     structure: bool = False  # also optimise the pipeline's structure (samples, rounds, backup)
     # prompts: the starting prompt folder (default: the shipped prompts); llm_cache default: OUT/llm-cache.sqlite
+    # The test part (issue 26): a whole split of its own, else a part of --val-split (see splits.py).
+    test_split: str | None = None
+    limit_test: int | None = Field(default=None, ge=1)
 
     @field_validator("max_cost")
     @classmethod
@@ -55,6 +58,13 @@ class OptimizeConfig(TaskOptions):
         for option, split in (("--val-split", self.val_split), ("--train-split", self.train_split)):
             if split not in spec.splits and (option, split) != ("--train-split", TRAIN):
                 raise ValueError(f"{option} {split}: {spec.key} has no such split (it has {', '.join(spec.splits)})")
+        if self.test_split is not None:
+            if self.test_split not in spec.splits:
+                raise ValueError(f"--test-split {self.test_split}: {spec.key} has no such split "
+                                 f"(it has {', '.join(spec.splits)})")
+            if self.test_split in (self.train_split, self.val_split):
+                raise ValueError(f"--test-split {self.test_split} is also the train or validation split; the test "
+                                 "problems must be unseen (leave --test-split out to cut them from --val-split)")
         # A folder that overrides no template the optimiser starts from is refused here, before any file.
         PromptSet(self.prompts).check_overrides(prompt_ids(spec.prompt, spec.solver))
         return self
@@ -70,7 +80,7 @@ class OptimizeConfig(TaskOptions):
                 "--model": self.model, "--optimizer-model": self.judge, "--base-url": self.endpoint,
                 "--train-split": self.train_split, "--val-split": self.val_split, "--limit-val": self.limit_val,
                 "--batch-size": self.batch_size, "--seed": self.seed, "--unsupervised": not self.supervised,
-                "--z": self.z, "--structure": self.structure}
+                "--z": self.z, "--structure": self.structure, "--test-split": self.test_split}
 
     @property
     def judge(self) -> str:

@@ -20,10 +20,11 @@ from ..solvers import get_solver
 from ..stages.llmcalls import BudgetSpent
 from .calls import Budget
 from .config import OptimizeConfig
+from .final import TestScore, read_test, score_test
 from .forward import Trace, batch_tag, forward
 from .gradient import gradients
 from .loss import losses
-from .optimizers import Proposal, choose, propose_prompt, propose_structure
+from .optimizers import Proposal, Tried, choose, propose_prompt, propose_structure
 from .params import PromptParams, Structure, prompt_ids
 from .records import CandidateRecord, StepRecord
 from .splits import Splits, make_splits, minibatch
@@ -51,6 +52,7 @@ class OptimizeResult:
     steps: list[StepRecord] = field(default_factory=list)
     candidates: list[CandidateRecord] = field(default_factory=list)
     stopped: str | None = None  # why the run ended before --steps (a spent budget)
+    test: TestScore | None = None  # start and best on the test part
 
     @property
     def best_dir(self) -> Path:
@@ -136,11 +138,11 @@ class _Run:
         return propose_prompt(self.config, self.budget, current.params, prompt_id, component, self.solver, grads,
                               judged, number, self.tried(number, prompt_id, component, current.params))
 
-    def tried(self, number: int, prompt_id: str, component: str, params: PromptParams) -> list[str]:
-        """Rewrites of this component that validation rolled back in earlier steps (so the optimiser does
-        not offer them again). A step redone after a kill sees what it saw the first time, so its
-        requests are the same and come from the cache."""
-        texts = []
+    def tried(self, number: int, prompt_id: str, component: str, params: PromptParams) -> list[Tried]:
+        """Rewrites of this component that validation rolled back in earlier steps, with their scores
+        (so the optimiser does not offer them again and sees how they did). A step redone after a kill
+        sees what it saw the first time, so its requests are the same and come from the cache."""
+        found: list[Tried] = []
         for candidate in self.state.read_candidates():
             if (candidate.status, candidate.prompt_id, candidate.component) != ("rolled_back", prompt_id, component):
                 continue
@@ -150,9 +152,9 @@ class _Run:
                 continue
             earlier = self.state.load_params(candidate.params_hash)
             text = earlier.component(prompt_id, component)
-            if text != params.component(prompt_id, component) and text not in texts:
-                texts.append(text)
-        return texts
+            if text != params.component(prompt_id, component) and text not in [t.text for t in found]:
+                found.append(Tried(text, candidate.val_score, candidate.base_score))
+        return found
 
     def judge(self, number: int, current: _Current, proposal: Proposal) -> tuple[CandidateRecord, _Current | None]:
         """The candidate against the current state on the same validation problems."""
@@ -215,12 +217,35 @@ def optimize(config: OptimizeConfig, progress: Notes = _silent) -> OptimizeResul
         before = _contents(config.out) - (set() if lock_there else {Path(LOCK_FILE)})
         try:
             run.state.check_options(config.identity())
-            stopped = _steps(run, progress)
+            run.splits.write(config.out)  # the cut, recorded (and what `run --ids` reads)
+            stopped = _finish(run, progress)
         except LogicPipeError:
             if run.state.current() is None and run.budget.replies == 0 and run.budget.maybe_paid == 0:
                 _unmake(config.out, before, made)
             raise
     return result(config, stopped)
+
+
+def _finish(run: _Run, progress: Notes) -> str | None:
+    """The steps, then the test part scored whatever ended them: the last step, a spent budget, Ctrl-C
+    (a second Ctrl-C skips the scoring) or a model that failed (then no score, and the record says why)."""
+    args = (run.config, run.splits, run.state, run.budget)
+    try:
+        stopped = _steps(run, progress)
+    except KeyboardInterrupt:
+        progress(f"interrupted: scoring the start and best prompt sets on the {len(run.splits.test)} test problems "
+                 "(Ctrl-C again skips this)")
+        score_test(*args, "interrupted (Ctrl-C)")
+        raise
+    except RunStopped as exc:
+        score_test(*args, str(exc), skip="the model failed, so the test part was not scored")
+        raise
+    progress(f"scoring the start and best prompt sets on the {len(run.splits.test)} test problems")
+    test = score_test(*args, stopped)
+    if test is not None and test.paired is not None and test.interval is not None:
+        progress(f"test: start {test.start:.3f}, best {test.best:.3f} (paired {test.paired.mean:+.3f}, "
+                 f"95% interval {test.interval[0]:+.3f} to {test.interval[1]:+.3f}, {test.problems} problems)")
+    return stopped
 
 
 def _first_missing(folder: Path) -> Path | None:
@@ -303,4 +328,4 @@ def result(config: OptimizeConfig, stopped: str | None = None) -> OptimizeResult
                           current_hash=saved.current_hash, best_hash=saved.best_hash,
                           start_score=steps[0].val_score or 0.0 if steps else 0.0,
                           best_score=saved.best_score or 0.0, steps=steps, candidates=state.read_candidates(),
-                          stopped=stopped)
+                          stopped=stopped, test=read_test(config.out))

@@ -37,6 +37,19 @@ _RATE = {
 LEARNING_RATE = "change at most three sentences or lines; keep everything else word for word"
 
 
+@dataclass(frozen=True)
+class Tried:
+    """A rolled-back rewrite of a component, with its validation score and the one it had to beat."""
+
+    text: str
+    score: float | None = None
+    against: float | None = None
+
+
+def _shown(score: float | None) -> str:
+    return "unknown" if score is None else f"{score:.3f}"
+
+
 @dataclass
 class Proposal:
     kind: str  # "prompt" or "structure"
@@ -96,8 +109,10 @@ def _reply(config: OptimizeConfig, budget: Budget, request: Request) -> str | No
 
 def propose_prompt(config: OptimizeConfig, budget: Budget, params: PromptParams, prompt_id: str,
                    component: str, solver: str, gradients: list[GradientRecord], losses: list[LossRecord],
-                   step: int, tried: list[str] | None = None) -> Proposal:
-    """A rewrite of one component; `tried` holds earlier rewrites of it that validation did not keep."""
+                   step: int, tried: list[Tried] | None = None) -> Proposal:
+    """A rewrite of one component; `tried` holds earlier rewrites of it that validation did not keep,
+    each with its validation score and the score of the state it was compared with (OPRO-style: the
+    rewriter sees how far each attempt fell short, not only that it did)."""
     proposal = Proposal("prompt", prompt_id=prompt_id, component=component)
     feedback = _feedback(gradients, losses, node_of(prompt_id, config.spec.prompt))
     if not feedback:
@@ -111,8 +126,10 @@ def propose_prompt(config: OptimizeConfig, budget: Budget, params: PromptParams,
             f"Component to rewrite: {component}: {_WHAT.get(component, component)}.\n"
             f"Current text:\n<current>\n{current}\n</current>\n\nFeedback from the training batch of step {step}:\n{feedback}")
     if tried:
-        base += "\n\nRewrites already tried that did not do better on held-out problems (do not repeat them):\n"
-        base += "\n".join(f"<tried>\n{text}\n</tried>" for text in tried[-3:])
+        base += ("\n\nRewrites already tried that did not do better on held-out problems (do not repeat them), "
+                 "with their validation score and that of the prompt they were compared with:\n")
+        base += "\n".join(f'<tried score="{_shown(t.score)}" against="{_shown(t.against)}">\n{t.text}\n</tried>'
+                           for t in tried[-3:])
 
     def check(text: str) -> str | None:
         new_text = _unfence(text)

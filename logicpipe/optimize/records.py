@@ -95,3 +95,29 @@ class StepRecord(_Line):
     completion_tokens: int = 0
     cost: float | None = None  # None when no prices were given
     seconds: float = 0.0
+
+
+class TestScore(_Line):
+    """The start and best prompt sets scored on the test part, which neither training nor acceptance saw
+    (OUT/test.json; report.json carries it). Accuracy, whatever --unsupervised says: the gold answers are
+    read here only to report, never to optimise. start/best are None when the evaluation could not run
+    (error says why)."""
+
+    split: str
+    problems: int
+    ids_file: str  # OUT/splits/test.txt: `logicpipe run --ids` reads it
+    start_hash: str
+    best_hash: str
+    best_structure: dict[str, Any]
+    start: float | None = None
+    best: float | None = None
+    paired: Paired | None = None  # best - start, problem by problem
+    interval: tuple[float, float] | None = None  # 95% interval of the paired mean difference
+    stopped: str | None = None  # why the optimisation ended early (a budget, Ctrl-C, a model failure)
+    error: str | None = None
+    command: str = ""  # reproduces `best` with `logicpipe run`
+    calls: int = 0  # the test evaluation's own model calls (outside --max-calls/--max-cost)
+    cached_calls: int = 0
+    sent: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0

@@ -5,12 +5,14 @@ set's changes against the start (best.diff)."""
 from __future__ import annotations
 
 import difflib
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from ..core.errors import DataError
 from .calls import read_ledger
-from .records import CandidateRecord, StepRecord
+from .final import read_test
+from .records import CandidateRecord, StepRecord, TestScore
 from .state import OptimizeState, SavedState
 from .stats import describe
 
@@ -25,11 +27,29 @@ def write_report(folder: Path) -> list[Path]:
         raise DataError(f"{folder} holds no optimisation state (state.json)")
     steps, candidates = state.read_steps(), state.read_candidates()
     diff = best_diff(state, saved)
-    paths = [folder / "report.md", folder / "best.diff", folder / "curve.png"]
-    paths[0].write_text(markdown(folder, saved, steps, candidates, bool(diff), read_ledger(folder)), encoding="utf-8")
-    paths[1].write_text(diff, encoding="utf-8")
-    curve(steps, candidates, paths[2])
+    test = read_test(folder)
+    paths = [folder / "report.md", folder / "report.json", folder / "best.diff", folder / "curve.png"]
+    paths[0].write_text(markdown(folder, saved, steps, candidates, bool(diff), read_ledger(folder), test),
+                        encoding="utf-8")
+    paths[1].write_text(json.dumps(summary(saved, steps, test), indent=2) + "\n", encoding="utf-8")
+    paths[2].write_text(diff, encoding="utf-8")
+    curve(steps, candidates, paths[3])
     return paths
+
+
+def summary(saved: SavedState, steps: list[StepRecord], test: TestScore | None) -> dict:
+    """report.json: the validation scores (chosen on, so optimistic) beside the test scores (unseen)."""
+    return {"splits": saved.splits, "start_hash": saved.start_hash, "best_hash": saved.best_hash,
+            "best_dir": saved.best_dir, "best_structure": saved.best_structure.model_dump(), "steps_done": saved.step,
+            "val_start": steps[0].val_score if steps else None, "val_best": saved.best_score,
+            "test_split": test.split if test else None, "test_problems": test.problems if test else None,
+            "test_ids_file": test.ids_file if test else None,
+            "test_start": test.start if test else None, "test_best": test.best if test else None,
+            "test_paired": test.paired.model_dump() if test and test.paired else None,
+            "test_interval": list(test.interval) if test and test.interval else None,
+            "test_error": test.error if test else "the test part was never scored (a folder from before it existed)",
+            "stopped": test.stopped if test else None, "command": test.command if test else None,
+            "test_calls": test.calls if test else 0, "test_sent": test.sent if test else 0}
 
 
 def best_diff(state: OptimizeState, saved: SavedState) -> str:
@@ -55,13 +75,30 @@ def _score(value: float | None) -> str:
     return "–" if value is None else f"{value:.3f}"
 
 
+def _test_lines(test: TestScore | None) -> list[str]:
+    if test is None:
+        return ["The test part was never scored (a folder from before it existed): re-run the same command."]
+    lines = [f"Scored on {test.problems} test problems of {test.split} that neither training nor acceptance saw "
+             f"(their ids: {test.ids_file})" + (f"; the optimisation stopped early: {test.stopped}." if test.stopped
+                                                 else ".")]
+    if test.error is not None or test.paired is None or test.interval is None:
+        return [*lines, "", f"No test score: {test.error}."]
+    low, high = test.interval
+    return [*lines, "", "| prompt set | test accuracy |", "|---|---|",
+            f"| start ({test.start_hash}) | {_score(test.start)} |", f"| best ({test.best_hash}) | {_score(test.best)} |",
+            "", f"Paired difference best - start: {describe(test.paired)}; 95% interval {low:+.3f} to {high:+.3f}. "
+            f"The validation scores above chose the best prompt set, so they are optimistic; these are not.",
+            f"The test evaluation made {test.calls} model calls ({test.cached_calls} cached), outside --max-calls."]
+
+
 def markdown(folder: Path, saved: SavedState, steps: list[StepRecord], candidates: list[CandidateRecord],
-             changed: bool, ledger: dict | None = None) -> str:
+             changed: bool, ledger: dict | None = None, test: TestScore | None = None) -> str:
     by_step = {c.step: c for c in candidates}
     lines = ["# Optimisation report", "", f"Splits: {saved.splits.get('note', saved.splits)}."]
     if saved.carved:
-        lines.append("The dataset has no training split of its own, so the validation split was cut in two; "
-                     "the scores below are on the held-out half, never on the problems the prompts learnt from.")
+        lines.append("The dataset has no training split of its own, so the validation split was cut into training, "
+                     "validation and test parts; the scores below are on the validation part, never on the problems "
+                     "the prompts learnt from, and the test part is scored at the end.")
     lines += ["", "| step | val score | candidate | candidate score | paired (new - old) | decision | calls (cached) "
               "| tokens in/out | cost | seconds |", "|---|---|---|---|---|---|---|---|---|---|"]
     for step in steps:
@@ -75,7 +112,7 @@ def markdown(folder: Path, saved: SavedState, steps: list[StepRecord], candidate
                      f"{_score(candidate.val_score if candidate else None)} | {paired} | {decision} | "
                      f"{step.calls} ({step.cached_calls}) | {step.prompt_tokens}/{step.completion_tokens} | {cost} | "
                      f"{step.seconds:.1f} |")
-    lines += ["", *_totals(steps, ledger)]
+    lines += ["", *_totals(steps, ledger, test)]
     accepted = sum(c.status == "accepted" for c in candidates)
     lines += ["", f"Candidates: {len(candidates)} ({accepted} accepted, "
               f"{sum(c.status == 'rolled_back' for c in candidates)} rolled back, "
@@ -87,13 +124,16 @@ def markdown(folder: Path, saved: SavedState, steps: list[StepRecord], candidate
               "Its changes against the start are in best.diff." if changed else
               "No step has finished yet: the best prompt set is the start." if saved.step == 0 else
               "No candidate beat the start on validation: the best prompt set is the start.",
-              "", "Run with it (any split, e.g. the test split the optimiser never saw):", "", "```",
-              f"logicpipe run --dataset DATASET --model MODEL --prompts {best} {saved.best_structure.flags()}", "```",
-              ""]
+              "", "## Test", "", *_test_lines(test), ""]
+    if test is not None and test.command:
+        lines += ["Reproduce the best prompt set's test score (the same problems, options and reply cache):", "",
+                  "```", test.command, "```", ""]
+    else:
+        lines += ["Run with it:", "", "```", f"logicpipe run --prompts {best} {saved.best_structure.flags()}", "```", ""]
     return "\n".join(lines)
 
 
-def _totals(steps: list[StepRecord], ledger: dict | None) -> list[str]:
+def _totals(steps: list[StepRecord], ledger: dict | None, test: TestScore | None = None) -> list[str]:
     """The totals: spent.json's (every request any run sent) where there is one, with the part that the
     finished steps' rows do not show (steps interrupted by a kill or a spent budget, or not finished)."""
     calls, cached = sum(s.calls for s in steps), sum(s.cached_calls for s in steps)
@@ -106,8 +146,12 @@ def _totals(steps: list[StepRecord], ledger: dict | None) -> list[str]:
     lines = [f"Total (spent.json): {ledger['sent']} requests sent to the model, {ledger['prompt_tokens']} prompt and "
              f"{ledger['completion_tokens']} completion tokens" + (f", cost {cost:.4f}" if cost is not None else "")
              + f". The rows above: {calls} model calls, {cached} of them from the cache (free)."]
-    extra = (ledger["sent"] - (calls - cached), ledger["prompt_tokens"] - tokens[0],
-             ledger["completion_tokens"] - tokens[1])
+    # The test evaluation's requests are in the ledger too, but belong to no step.
+    spent_test = (test.sent, test.prompt_tokens, test.completion_tokens) if test is not None else (0, 0, 0)
+    if any(spent_test):
+        lines.append(f"Of the requests sent, {spent_test[0]} scored the test part.")
+    extra = (ledger["sent"] - (calls - cached) - spent_test[0], ledger["prompt_tokens"] - tokens[0] - spent_test[1],
+             ledger["completion_tokens"] - tokens[1] - spent_test[2])
     if any(value > 0 for value in extra):
         lines += ["", f"Of that, {extra[0]} requests ({extra[1]} prompt and {extra[2]} completion tokens) belong to "
                   "steps that were interrupted (a kill or a spent budget) or are not finished: no row shows them. "

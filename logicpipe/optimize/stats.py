@@ -38,3 +38,8 @@ def accept(result: Paired, z: float = 2.0) -> bool:
 def describe(result: Paired) -> str:
     """How the report prints a comparison: mean ± se (wins/losses of n)."""
     return f"{result.mean:+.3f} ± {result.se:.3f} ({result.wins} won, {result.losses} lost of {result.n})"
+
+
+def interval(result: Paired, z: float = 1.96) -> tuple[float, float]:
+    """A normal-approximation interval of the mean paired difference (95% at the default z)."""
+    return result.mean - z * result.se, result.mean + z * result.se

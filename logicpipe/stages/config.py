@@ -152,6 +152,7 @@ class RunConfig(TaskOptions):
     limit: int | None = Field(default=None, ge=1)
     # Only these problems of the split (in the split's order); `logicpipe optimize` runs minibatches with it.
     ids: list[str] | None = None
+    exclude_ids: list[str] | None = None  # all problems of the split but these (`run --exclude-ids FILE`)
     programs: Path | None = None
     backup: Backup = "random"
     timeout: float | None = Field(default=None, gt=0, le=86400)

@@ -50,6 +50,12 @@ def problems_for(config: RunConfig) -> list[Problem]:
         if unknown:
             raise DataError(f"no problem {unknown[0]!r} in {config.spec.key}/{config.split}")
         problems = [p for p in problems if p.id in wanted]
+    if config.exclude_ids is not None:
+        unwanted = set(config.exclude_ids)
+        unknown = sorted(unwanted - {p.id for p in problems})
+        if unknown:
+            raise DataError(f"no problem {unknown[0]!r} in {config.spec.key}/{config.split} (--exclude-ids)")
+        problems = [p for p in problems if p.id not in unwanted]
     return problems[: config.limit] if config.limit else problems
 
 

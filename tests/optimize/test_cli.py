@@ -37,7 +37,8 @@ def in_process(capsys, *args: str) -> Done:
 def optimize_args(fake, data_dir, out, *extra: str) -> list[str]:
     return ["optimize", "-d", "prontoqa", "--data-dir", str(data_dir), "--model", "fake", "--base-url", fake.url,
             "--train-split", "train", "--val-split", "dev", "--steps", "1", "--batch-size", "3",
-            "--limit-val", "8", "--out", str(out), "--llm-timeout", "5", "--max-retries", "1", *extra]
+            "--limit-val", "8", "--limit-test", "4", "--out", str(out), "--llm-timeout", "5", "--max-retries", "1",
+            *extra]
 
 
 def optimize_cli(fake, data_dir, out, *extra: str):
@@ -53,6 +54,8 @@ def optimize_cli(fake, data_dir, out, *extra: str):
     (["--train-split", "trian"], "--train-split trian: prontoqa has no such split (it has dev)"),
     (["--prompts", "/nonexistent/prompts"], "prompt folder /nonexistent/prompts not found"),
     (["--prompts", "logic-lm"], "Logic-LM's prompts (--prompts logic-lm) are one block of text"),
+    (["--test-split", "dev"], "--test-split dev is also the train or validation split"),
+    (["--test-split", "tset"], "--test-split tset: prontoqa has no such split (it has dev)"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(extra, says, data_dir, tmp_path, capsys):
     out = tmp_path / "out"
@@ -75,8 +78,16 @@ def test_budget_stops_cleanly_then_a_rerun_finishes_without_asking_twice(scripte
         # A clean stop with its report written is a notice, not an error.
         assert stopped.stderr.strip().splitlines()[-1].startswith("stopped early: --max-calls 20 reached")
         assert not any(line.startswith("error") for line in stopped.stderr.splitlines())
-        assert len(fake.requests) == 20
-        assert json.loads((out / "spent.json").read_text())["sent"] == 20
+        # 20 under the budget, then the 4 test problems scored on the way out (the start is the best so far,
+        # so one prompt set: its second run reads the first one's records); the test is outside the budget.
+        test_ids = set((out / "splits" / "test.txt").read_text().split())
+        assert len(test_ids) == 4
+        assert len([r for r in fake.requests if r["_logicpipe"]["problem"] not in test_ids]) == 20
+        assert len(fake.requests) == 24
+        assert json.loads((out / "spent.json").read_text())["sent"] == 24
+        report = json.loads((out / "report.json").read_text())
+        assert report["stopped"] == "--max-calls 20 reached" and report["test_problems"] == 4
+        assert report["test_start"] == report["test_best"] and report["test_paired"]["mean"] == 0
         state = json.loads((out / "state.json").read_text())
         assert state["step"] == 0 and state["splits"]["carved"] is True
         assert "no 'train' split" in state["splits"]["note"]
@@ -120,7 +131,8 @@ def test_budget_spent_before_the_start_is_validated_stops_with_one_line(scripted
         assert len(fake.requests) == 5 and not (out / "state.json").exists()
         again = in_process(capsys, *optimize_args(fake, data_dir, out, "--steps", "0"))
         assert again.returncode == 0, again.stderr
-        assert len(fake.requests) == 8  # the 3 programs not asked for before, and nothing twice
+        # The 3 programs not asked for before, nothing twice, and the 4 test problems.
+        assert len(fake.requests) == 8 + 4
     assert json.loads((out / "state.json").read_text())["step"] == 0
 
 
@@ -133,7 +145,7 @@ def test_max_cost_stops_between_requests(scripted, data_dir, tmp_path, capsys):
                                                     "2.5", "--price-completion", "10"))
         assert stopped.returncode == 4, stopped.stderr
         assert "stopped early: --max-cost 0.02 reached" in stopped.stderr
-        assert len(fake.requests) == 8
+        assert len(fake.requests) == 8 + 4  # and the 4 test problems, outside the budget
     steps = [json.loads(line) for line in (out / "steps.jsonl").read_text().splitlines()]
     assert [s["step"] for s in steps] == [0] and steps[0]["cost"] > 0.02
     assert (out / "report.md").is_file()

@@ -172,7 +172,7 @@ def test_the_splits_note_says_what_was_used(data_dir, tmp_path):
     assert both.carved and both.note.startswith("--train-split and --val-split are both train: train was split")
     limited = make_splits(OptimizeConfig(dataset="folio", data_dir=data_dir, model="m", limit_val=20, out=tmp_path))
     assert limited.note == (f"training on train ({len(limited.train)}), validating on dev ({limited.val_total}, "
-                            "of which --limit-val keeps 20)")
+                            "of which --limit-val keeps 20); testing on the rest of dev (96), never seen while optimising")
     carved = make_splits(OptimizeConfig(dataset="prontoqa", data_dir=data_dir, model="m", out=tmp_path))
     assert carved.note.startswith("no 'train' split: dev was split by sha256 of each id into")
 
@@ -181,7 +181,7 @@ def test_a_rewrite_that_repeats_the_principles_heading_has_it_once(scripted, dat
     model = scripted(rewrites={"principles": [f"**{PRINCIPLES_HEADING}**\n- {GOOD}"]})
     with FakeOpenAI(model) as fake:
         result = optimize(OptimizeConfig(dataset="prontoqa", model="fake", base_url=fake.url, data_dir=data_dir,
-                                         steps=1, batch_size=3, limit_val=8, out=tmp_path / "out", llm_timeout=5,
+                                         steps=1, batch_size=3, limit_val=8, limit_test=4, out=tmp_path / "out", llm_timeout=5,
                                          max_retries=1))
     accepted = result.candidates[0]
     assert accepted.status == "accepted"

@@ -27,7 +27,7 @@ OPTIMISER = ("loss", "gradient", "optimize", "structure")
 
 def config(fake, out, data_dir, **extra) -> OptimizeConfig:
     options = {"dataset": "prontoqa", "model": "fake", "base_url": fake.url, "data_dir": data_dir, "steps": 2,
-               "batch_size": 3, "limit_val": 8, "out": out, "llm_timeout": 5, "max_retries": 1, **extra}
+               "batch_size": 3, "limit_val": 8, "limit_test": 4, "out": out, "llm_timeout": 5, "max_retries": 1, **extra}
     return OptimizeConfig(**options)
 
 
@@ -98,7 +98,8 @@ def test_worse_candidate_is_rolled_back_and_a_dropped_variable_rejected(scripted
         result = optimize(config(fake, tmp_path / "out", data_dir, prompts=start))
     worse, broken = result.candidates
     assert worse.status == "rolled_back" and worse.paired is not None and worse.paired.mean < 0
-    assert worse.val_score == 0.0 and worse.params_hash != result.start_hash
+    assert worse.val_score is not None and worse.base_score is not None and worse.val_score < worse.base_score
+    assert worse.params_hash != result.start_hash
     assert broken.status == "rejected" and broken.attempts == 3
     assert broken.reason == "variables dropped: {{question}}"
     assert result.current_hash == result.best_hash == result.start_hash
@@ -111,6 +112,9 @@ def test_worse_candidate_is_rolled_back_and_a_dropped_variable_rejected(scripted
     # Step 2's optimiser was told which rewrite validation had rolled back.
     step2 = [r for r in purposes(fake, "optimize") if "training batch of step 2" in r["messages"][-1]["content"]]
     assert step2 and "did not do better on held-out problems" in step2[0]["messages"][-1]["content"]
+    # ... with its validation score and the one it had to beat (OPRO-style), beside its text.
+    shown = f'<tried score="{worse.val_score:.3f}" against="{worse.base_score:.3f}">\n{poisoned}'
+    assert shown in step2[0]["messages"][-1]["content"]
 
 
 def test_structure_optimiser_only_takes_changes_from_the_menu(scripted, data_dir, tmp_path):

@@ -57,11 +57,11 @@ def build(folder: Path) -> tuple[PromptParams, PromptParams]:
 def test_report_files(tmp_path: Path) -> None:
     start, better = build(tmp_path)
     paths = write_report(tmp_path)
-    assert sorted(p.name for p in paths) == ["best.diff", "curve.png", "report.md"]
+    assert sorted(p.name for p in paths) == ["best.diff", "curve.png", "report.json", "report.md"]
     png = (tmp_path / "curve.png").read_bytes()
     assert png.startswith(b"\x89PNG") and len(png) > 5000
     report = (tmp_path / "report.md").read_text()
-    assert "dev was split by sha256" in report and "held-out half" in report
+    assert "dev was split by sha256" in report and "training, validation and test parts" in report
     assert "| 1 | 0.750 | prontoqa/principles | 0.750 | +0.500 ± 0.289 (2 won, 0 lost of 4) | accepted |" in report
     assert "| 2 | 0.750 | prontoqa/description | 0.500 | -0.250 ± 0.250 (0 won, 1 lost of 4) | rolled_back |" in report
     assert "| 3 | 0.750 | structure max_rounds=7 | – | – | rejected: max_rounds=7 is not on the menu" in report
