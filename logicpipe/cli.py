@@ -382,6 +382,8 @@ def optimize(
     llm_cache: Optional[Path] = typer.Option(None, "--llm-cache", help="SQLite cache of model replies (default OUT/llm-cache.sqlite)"),
     test_split: Optional[str] = typer.Option(None, "--test-split", help="split the start and best prompts are scored on at the end (default: a part of --val-split cut off by id hash; never seen while optimising)"),
     limit_test: Optional[int] = typer.Option(None, "--limit-test", help="at most this many test problems"),
+    candidates: int = typer.Option(2, "--candidates", help="candidates per step, raced on validation by successive halving (1: no race)"),
+    objective: str = typer.Option("accuracy", "--objective", help="accuracy: keep a better candidate, or an equally accurate one with measurably fewer tokens; cost: keep one with measurably fewer tokens that is not worse"),
 ) -> None:
     """Optimise a dataset's prompts: losses, gradients and rewrites on training minibatches, each candidate
     kept only if it beats the current prompts on held-out validation problems. Re-running resumes."""

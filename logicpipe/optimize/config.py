@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -36,6 +36,11 @@ class OptimizeConfig(TaskOptions):
     # The test part (issue 26): a whole split of its own, else a part of --val-split (see splits.py).
     test_split: str | None = None
     limit_test: int | None = Field(default=None, ge=1)
+    # Candidates per step, raced on validation by successive halving (1: no race).
+    candidates: int = Field(default=2, ge=1, le=16)
+    # accuracy: keep a better candidate, or an equally accurate one that costs measurably fewer tokens;
+    # cost: keep a candidate that costs measurably fewer tokens and is not worse by the paired test.
+    objective: Literal["accuracy", "cost"] = "accuracy"
 
     @field_validator("max_cost")
     @classmethod
@@ -80,7 +85,8 @@ class OptimizeConfig(TaskOptions):
                 "--model": self.model, "--optimizer-model": self.judge, "--base-url": self.endpoint,
                 "--train-split": self.train_split, "--val-split": self.val_split, "--limit-val": self.limit_val,
                 "--batch-size": self.batch_size, "--seed": self.seed, "--unsupervised": not self.supervised,
-                "--z": self.z, "--structure": self.structure, "--test-split": self.test_split}
+                "--z": self.z, "--structure": self.structure, "--test-split": self.test_split,
+                "--candidates": self.candidates, "--objective": self.objective}
 
     @property
     def judge(self) -> str:

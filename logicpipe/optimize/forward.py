@@ -27,6 +27,7 @@ class Trace:
     first_program: str | None  # what formulate wrote (before any repair)
     first_result: str  # the solver's verdict or error on it
     last_result: str  # ... and on the latest program
+    tokens: int = 0  # model tokens (prompt + completion) the problem took: what --objective cost counts
 
 
 def run_dir(config: OptimizeConfig, params_hash: str, structure: Structure, tag: str) -> Path:
@@ -63,6 +64,15 @@ def _result(trajectory: Trajectory, round_: int | None) -> str:
     return f"verdict {record.verdict}"
 
 
+def _tokens(trajectory: Trajectory) -> int:
+    """Prompt and completion tokens of every model request the trajectory made (a cached reply counts
+    as sent: the cost of a prompt set does not depend on what happened to be cached)."""
+    records = [trajectory.formulated, *trajectory.refined.values(), *trajectory.decided.values(),
+               trajectory.interpreted]
+    return sum(r.usage.prompt_tokens + r.usage.completion_tokens for r in records
+               if r is not None and r.usage is not None)
+
+
 def trace(trajectory: Trajectory, split: str, params_hash: str) -> Trace:
     interpreted, evaluated, latest = trajectory.interpreted, trajectory.evaluated, trajectory.latest_solve()
     error = latest.error if latest is not None else (interpreted.error if interpreted is not None else None)
@@ -76,4 +86,4 @@ def trace(trajectory: Trajectory, split: str, params_hash: str) -> Trace:
         prompt_hash=params_hash)
     first = trajectory.formulated
     return Trace(trajectory.problem, outcome, first.program if first is not None else None,
-                 _result(trajectory, 0), _result(trajectory, None))
+                 _result(trajectory, 0), _result(trajectory, None), _tokens(trajectory))

@@ -18,18 +18,20 @@ from ..prompts import PromptSet
 from ..run.folder import LOCK_FILE, DirectoryLock
 from ..solvers import get_solver
 from ..stages.llmcalls import BudgetSpent
+from .blame import rank
 from .calls import Budget
 from .config import OptimizeConfig
+from .demos import harvestable, propose_demonstration
 from .final import TestScore, read_test, score_test
 from .forward import Trace, batch_tag, forward
 from .gradient import gradients
 from .loss import losses
-from .optimizers import Proposal, Tried, choose, propose_prompt, propose_structure
+from .optimizers import Proposal, Tried, propose_prompt, propose_structure
 from .params import PromptParams, Structure, prompt_ids
+from .race import Entrant, race
 from .records import CandidateRecord, StepRecord
 from .splits import Splits, make_splits, minibatch
 from .state import OptimizeState
-from .stats import accept, paired
 
 Notes = Callable[[str], None]
 # With --structure, every STRUCTURE_EVERY-th step proposes a structure change instead of a rewrite.
@@ -65,6 +67,7 @@ class _Current:
     structure: Structure
     folder: Path  # prompts/<hash>/, a --prompts folder
     scores: dict[str, float]  # validation problem id -> score
+    tokens: dict[str, int]  # validation problem id -> model tokens it took
 
     @property
     def score(self) -> float:
@@ -98,10 +101,15 @@ class _Run:
         key = "correct" if self.config.supervised else "executed"
         return {t.outcome.id: float(getattr(t.outcome, key)) for t in traces}
 
-    def validate(self, params: PromptParams, structure: Structure, folder: Path) -> dict[str, float]:
-        traces = forward(self.config, folder, params.hash, structure, self.splits.val_split, self.splits.val,
-                         batch_tag("val", self.splits.val), self.budget)
-        return self.score(traces)
+    def validate(self, params: PromptParams, structure: Structure, folder: Path,
+                 ids: list[str] | None = None) -> tuple[dict[str, float], dict[str, int]]:
+        """Scores and tokens per problem on `ids` (default: all validation problems)."""
+        ids = self.splits.val if ids is None else ids
+        if not ids:
+            return {}, {}
+        traces = forward(self.config, folder, params.hash, structure, self.splits.val_split, ids,
+                         batch_tag("val", ids), self.budget)
+        return self.score(traces), {t.outcome.id: t.tokens for t in traces}
 
     def step(self, number: int, current: _Current) -> tuple[_Current, StepRecord]:
         started = time.monotonic()
@@ -114,29 +122,45 @@ class _Run:
         grads = gradients(config, self.budget, traces, judged, current.params, self.formulate_prompt, self.solver,
                           number)
         state.append_gradients(grads)
-        proposal = self.propose(number, current, traces, judged, grads)
-        candidate, chosen = self.judge(number, current, proposal)
-        state.append_candidates([candidate])
+        proposals, choice = self.propose(number, current, traces, judged, grads)
+        candidates, chosen, rungs = self.judge(number, current, proposals)
+        state.append_candidates(candidates)
         after = chosen or current
+        accepted = next((c.params_hash for c in candidates if c.status == "accepted"), None)
         spend = self.budget.new_step()
-        record = StepRecord(step=number, accepted=candidate.params_hash if chosen else None, val_score=after.score,
+        record = StepRecord(step=number, accepted=accepted, val_score=after.score,
                             calls=spend.calls, cached_calls=spend.cached_calls, prompt_tokens=spend.prompt_tokens,
                             completion_tokens=spend.completion_tokens,
                             cost=config.cost(spend.prompt_tokens, spend.completion_tokens),
-                            seconds=round(time.monotonic() - started, 3))
+                            seconds=round(time.monotonic() - started, 3), race=rungs,
+                            blame=choice[0] if choice else {}, choice=choice[1] if choice else None)
         return after, record
 
-    def propose(self, number: int, current: _Current, traces: list[Trace], judged: list, grads: list) -> Proposal:
+    def propose(self, number: int, current: _Current, traces: list[Trace], judged: list,
+                grads: list) -> tuple[list[Proposal], tuple[dict[str, float], str] | None]:
+        """The step's candidates, and (for prompts) the blame that chose their components and why."""
         if self.config.structure and number % STRUCTURE_EVERY == 0:
             # The same change from the same state would be the same candidate: validation has judged it.
             tried = [c.change for c in self.state.read_candidates()
                      if c.step < number and c.kind == "structure" and c.status == "rolled_back"
                      and c.params_hash == current.params.hash and len(c.change) == 1
                      and c.structure == _changed(current.structure, c.change)]
-            return propose_structure(self.config, self.budget, current.structure, traces, grads, number, tried)
-        prompt_id, component = choose(current.params, self.formulate_prompt, self.solver, number, traces)
-        return propose_prompt(self.config, self.budget, current.params, prompt_id, component, self.solver, grads,
-                              judged, number, self.tried(number, prompt_id, component, current.params))
+            return [propose_structure(self.config, self.budget, current.structure, traces, grads, number, tried)], None
+        supervised = self.config.supervised
+        choice = rank(current.params, self.formulate_prompt, self.solver, grads, judged,
+                      bool(harvestable(traces, judged, supervised)))
+        proposals = []
+        for prompt_id, component in choice.ranked[:self.config.candidates]:
+            if component == "demonstrations":
+                proposals.append(propose_demonstration(current.params, prompt_id, traces, judged, supervised,
+                                                       self.solver))
+            else:
+                proposals.append(propose_prompt(self.config, self.budget, current.params, prompt_id, component,
+                                                self.solver, grads, judged, number,
+                                                self.tried(number, prompt_id, component, current.params)))
+        if not proposals:
+            proposals = [Proposal("prompt", reason=choice.why)]
+        return proposals, (choice.blame, choice.why)
 
     def tried(self, number: int, prompt_id: str, component: str, params: PromptParams) -> list[Tried]:
         """Rewrites of this component that validation rolled back in earlier steps, with their scores
@@ -144,7 +168,8 @@ class _Run:
         sees what it saw the first time, so its requests are the same and come from the cache."""
         found: list[Tried] = []
         for candidate in self.state.read_candidates():
-            if (candidate.status, candidate.prompt_id, candidate.component) != ("rolled_back", prompt_id, component):
+            if candidate.status not in ("rolled_back", "dropped") or \
+                    (candidate.prompt_id, candidate.component) != (prompt_id, component):
                 continue
             if candidate.step >= number:
                 continue
@@ -156,29 +181,47 @@ class _Run:
                 found.append(Tried(text, candidate.val_score, candidate.base_score))
         return found
 
-    def judge(self, number: int, current: _Current, proposal: Proposal) -> tuple[CandidateRecord, _Current | None]:
-        """The candidate against the current state on the same validation problems."""
-        base = CandidateRecord(step=number, kind="structure" if proposal.kind == "structure" else "prompt",
-                               prompt_id=proposal.prompt_id, component=proposal.component, change=proposal.change,
-                               attempts=proposal.attempts, status="rejected", base_score=current.score)
-        params = proposal.params or current.params
-        structure = proposal.structure or current.structure
-        if proposal.params is None and proposal.structure is None:
-            self.notes(f"step {number}: candidate rejected ({proposal.reason})")
-            return base.model_copy(update={"reason": proposal.reason}), None
-        folder = self.state.save_prompts(params, structure)
-        scores = self.validate(params, structure, folder)
-        ids = sorted(current.scores)
-        comparison = paired([scores[i] for i in ids], [current.scores[i] for i in ids])
-        kept = accept(comparison, self.config.z)
-        new = _Current(params, structure, folder, scores)
-        self.notes(f"step {number}: validation {current.score:.3f} -> {new.score:.3f} "
-                   f"(paired {comparison.mean:+.3f} ± {comparison.se:.3f}): {'accepted' if kept else 'rolled back'}")
-        record = base.model_copy(update={
-            "params_hash": params.hash, "structure": structure.model_dump(), "paired": comparison,
-            "status": "accepted" if kept else "rolled_back", "val_score": new.score,
-            "reason": None if kept else "not better than noise on validation"})
-        return record, new if kept else None
+    def judge(self, number: int, current: _Current,
+              proposals: list[Proposal]) -> tuple[list[CandidateRecord], _Current | None, list]:
+        """The candidates raced on validation (race.py); the survivor against the current state on every
+        validation problem, kept by --objective's rule. The records, the new state (None: none kept), the
+        rungs of the race."""
+        records: list[CandidateRecord] = []
+        entrants = []
+        for proposal in proposals:
+            base = CandidateRecord(step=number, kind="structure" if proposal.kind == "structure" else "prompt",
+                                   prompt_id=proposal.prompt_id, component=proposal.component,
+                                   change=proposal.change, attempts=proposal.attempts, status="rejected",
+                                   base_score=current.score, source=proposal.source)
+            if proposal.params is None and proposal.structure is None:
+                self.notes(f"step {number}: candidate rejected ({proposal.reason})")
+                records.append(base.model_copy(update={"reason": proposal.reason}))
+                continue
+            params = proposal.params or current.params
+            structure = proposal.structure or current.structure
+            folder = self.state.save_prompts(params, structure)
+            entrants.append(Entrant(base, params, structure, folder))
+        if not entrants:
+            return records, None, []
+
+        def scored(entrant: Entrant, ids: list[str]) -> tuple[dict[str, float], dict[str, int]]:
+            return self.validate(entrant.params, entrant.structure, entrant.folder, ids)
+
+        outcome = race(entrants, self.splits.val, current.scores, current.tokens, scored, self.config)
+        records += outcome.records
+        for record in outcome.records:
+            if record.status == "dropped":
+                self.notes(f"step {number}: {_label(record)} raced out after {record.problems} validation problems")
+        final = outcome.records[-1]
+        if final.paired is not None:
+            self.notes(f"step {number}: validation {current.score:.3f} -> {final.val_score:.3f} "
+                       f"(paired {final.paired.mean:+.3f} ± {final.paired.se:.3f}): "
+                       f"{'accepted' if final.status == 'accepted' else 'rolled back'} ({final.reason})")
+        if final.status != "accepted" or outcome.survivor is None:
+            return records, None, outcome.rungs
+        survivor = outcome.survivor
+        return records, _Current(survivor.params, survivor.structure, survivor.folder, outcome.scores,
+                                 outcome.tokens), outcome.rungs
 
     def start(self) -> tuple[_Current, int, str]:
         """The state to continue from: the last accepted one (a resumed run), else the start prompts."""
@@ -194,8 +237,14 @@ class _Run:
         folder = self.state.save_prompts(params, structure)
         if saved is None:
             self.state.save_prompts(start, Structure())
-        current = _Current(params, structure, folder, self.validate(params, structure, folder))
+        current = _Current(params, structure, folder, *self.validate(params, structure, folder))
         return current, done, start.hash
+
+
+def _label(record: CandidateRecord) -> str:
+    if record.kind == "structure":
+        return "structure " + ", ".join(f"{k}={v}" for k, v in record.change.items())
+    return f"{record.prompt_id}/{record.component}"
 
 
 def _changed(structure: Structure, change: dict) -> dict | None:

@@ -60,26 +60,19 @@ class Proposal:
     change: dict[str, Any] = field(default_factory=dict)
     attempts: int = 0
     reason: str | None = None  # why the last attempt was rejected
+    source: str | None = None  # a harvested demonstration: the training problem it came from
 
 
 def targets(params: PromptParams, formulate_prompt: str, solver: str) -> list[tuple[str, str]]:
-    """The components the prompt optimiser may rewrite, formulate's first (its program decides most)."""
+    """The components the prompt optimiser may rewrite, formulate's first (its program decides most).
+    Demonstrations are formulate's only: they are harvested from correct runs (demos.py), never written."""
     order = [(formulate_prompt, c) for c in _FORMULATE_ORDER]
-    order += [("refine", c) for c in _FORMULATE_ORDER] + [(f"guide-{solver}", "principles")]
+    order += [("refine", c) for c in _FORMULATE_ORDER if c != "demonstrations"] + [(f"guide-{solver}", "principles")]
     return [(p, c) for p, c in order if p in params.prompts and c in params.prompts[p].trainable]
 
 
 def node_of(prompt_id: str, formulate_prompt: str) -> Node:
     return "formulate" if prompt_id == formulate_prompt else "refine"
-
-
-def choose(params: PromptParams, formulate_prompt: str, solver: str, step: int,
-           traces: list[Trace]) -> tuple[str, str]:
-    """Round-robin over the components; refine's only while some program of the batch was refined."""
-    every = targets(params, formulate_prompt, solver)
-    refined = any(t.outcome.rounds for t in traces)
-    pool = [t for t in every if refined or node_of(t[0], formulate_prompt) == "formulate"] or every
-    return pool[(step - 1) % len(pool)]
 
 
 def _feedback(gradients: list[GradientRecord], losses: list[LossRecord], node: Node) -> str:

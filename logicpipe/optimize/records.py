@@ -10,7 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field
 from ..core.records import SCHEMA_VERSION, Usage
 
 Node = Literal["interpret", "solve", "refine", "formulate"]
-CandidateStatus = Literal["accepted", "rolled_back", "rejected"]
+# dropped: raced out on a slice of validation by a better candidate of the same step (successive halving).
+CandidateStatus = Literal["accepted", "rolled_back", "rejected", "dropped"]
 
 
 class _Line(BaseModel):
@@ -83,6 +84,23 @@ class CandidateRecord(_Line):
     base_score: float | None = None
     paired: Paired | None = None
     attempts: int = 1
+    source: str | None = None  # a harvested demonstration: the id of the training problem it came from
+    rung: int | None = None  # the last successive-halving rung it ran in (None: no race)
+    problems: int | None = None  # validation problems it was scored on (fewer when raced out)
+    tokens: float | None = None  # mean model tokens per validation problem (prompt + completion)
+    base_tokens: float | None = None  # ... of the current state on the same problems
+    tokens_saved: Paired | None = None  # old - new tokens per problem (positive: the candidate is cheaper)
+
+
+class Rung(BaseModel):
+    """One rung of a step's successive-halving race: every candidate still in it scored on the first
+    `problems` validation problems (mean score by candidate label), and those kept for the next rung."""
+
+    model_config = ConfigDict(extra="forbid")
+    rung: int
+    problems: int
+    scores: dict[str, float]
+    kept: list[str]
 
 
 class StepRecord(_Line):
@@ -95,6 +113,10 @@ class StepRecord(_Line):
     completion_tokens: int = 0
     cost: float | None = None  # None when no prices were given
     seconds: float = 0.0
+    # Why the rewritten components were chosen: blame per "prompt/component" from the step's gradients.
+    blame: dict[str, float] = Field(default_factory=dict)
+    choice: str | None = None
+    race: list[Rung] = Field(default_factory=list)
 
 
 class TestScore(_Line):

@@ -29,17 +29,21 @@ def write_report(folder: Path) -> list[Path]:
     diff = best_diff(state, saved)
     test = read_test(folder)
     paths = [folder / "report.md", folder / "report.json", folder / "best.diff", folder / "curve.png"]
-    paths[0].write_text(markdown(folder, saved, steps, candidates, bool(diff), read_ledger(folder), test),
+    options = state.options()
+    paths[0].write_text(markdown(folder, saved, steps, candidates, bool(diff), read_ledger(folder), test, options),
                         encoding="utf-8")
-    paths[1].write_text(json.dumps(summary(saved, steps, test), indent=2) + "\n", encoding="utf-8")
+    paths[1].write_text(json.dumps(summary(saved, steps, test, options), indent=2) + "\n", encoding="utf-8")
     paths[2].write_text(diff, encoding="utf-8")
     curve(steps, candidates, paths[3])
     return paths
 
 
-def summary(saved: SavedState, steps: list[StepRecord], test: TestScore | None) -> dict:
+def summary(saved: SavedState, steps: list[StepRecord], test: TestScore | None,
+            options: dict | None = None) -> dict:
     """report.json: the validation scores (chosen on, so optimistic) beside the test scores (unseen)."""
-    return {"splits": saved.splits, "start_hash": saved.start_hash, "best_hash": saved.best_hash,
+    options = options or {}
+    return {"objective": options.get("--objective", "accuracy"), "candidates": options.get("--candidates", 1),
+            "splits": saved.splits, "start_hash": saved.start_hash, "best_hash": saved.best_hash,
             "best_dir": saved.best_dir, "best_structure": saved.best_structure.model_dump(), "steps_done": saved.step,
             "val_start": steps[0].val_score if steps else None, "val_best": saved.best_score,
             "test_split": test.split if test else None, "test_problems": test.problems if test else None,
@@ -91,32 +95,65 @@ def _test_lines(test: TestScore | None) -> list[str]:
             f"The test evaluation made {test.calls} model calls ({test.cached_calls} cached), outside --max-calls."]
 
 
+def _tokens(candidate: CandidateRecord | None) -> str:
+    if candidate is None or candidate.tokens is None or candidate.base_tokens is None:
+        return "–"
+    return f"{candidate.tokens:.0f} vs {candidate.base_tokens:.0f}"
+
+
+def _races(steps: list[StepRecord], candidates: list[CandidateRecord]) -> list[str]:
+    """Per step: why its components were chosen, and the successive-halving rungs."""
+    lines: list[str] = []
+    for step in steps:
+        if step.choice is None and not step.race:
+            continue
+        tried = [c for c in candidates if c.step == step.step]
+        lines.append(f"- Step {step.step}: {step.choice or ''}" + (f"; {len(tried)} candidate(s)" if tried else ""))
+        for rung in step.race:
+            shown = ", ".join(f"{label} {score:.3f}" for label, score in rung.scores.items())
+            lines.append(f"  - rung {rung.rung} on {rung.problems} validation problems: {shown}; kept "
+                         f"{', '.join(rung.kept)}")
+    return ["## Candidates and races", "", *lines, ""] if lines else []
+
+
 def markdown(folder: Path, saved: SavedState, steps: list[StepRecord], candidates: list[CandidateRecord],
-             changed: bool, ledger: dict | None = None, test: TestScore | None = None) -> str:
+             changed: bool, ledger: dict | None = None, test: TestScore | None = None,
+             options: dict | None = None) -> str:
+    # The row shows each step's deciding candidate: the race's survivor, written last for its step.
     by_step = {c.step: c for c in candidates}
-    lines = ["# Optimisation report", "", f"Splits: {saved.splits.get('note', saved.splits)}."]
+    options = options or {}
+    objective = options.get("--objective", "accuracy")
+    rule = ("a candidate is kept when it is better on validation, or as accurate at measurably fewer tokens"
+            if objective == "accuracy" else
+            "a candidate is kept when it costs measurably fewer tokens and is not worse on validation")
+    lines = ["# Optimisation report", "", f"Splits: {saved.splits.get('note', saved.splits)}.", "",
+             f"Objective: {objective} ({rule}); {options.get('--candidates', 1)} candidate(s) per step, raced on "
+             "validation by successive halving."]
     if saved.carved:
         lines.append("The dataset has no training split of its own, so the validation split was cut into training, "
                      "validation and test parts; the scores below are on the validation part, never on the problems "
                      "the prompts learnt from, and the test part is scored at the end.")
-    lines += ["", "| step | val score | candidate | candidate score | paired (new - old) | decision | calls (cached) "
-              "| tokens in/out | cost | seconds |", "|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| step | val score | candidate | candidate score | paired (new - old) | decision "
+              "| tokens/problem (new vs old) | calls (cached) | tokens in/out | cost | seconds |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for step in steps:
         candidate = by_step.get(step.step)
         paired = describe(candidate.paired) if candidate and candidate.paired else "–"
         decision: str = "start" if step.step == 0 else (candidate.status if candidate else "–")
-        if candidate is not None and candidate.status == "rejected" and candidate.reason:
+        if candidate is not None and candidate.status != "rolled_back" and candidate.reason:
             decision += ": " + candidate.reason.replace("|", "\\|").replace("\n", " ")
         cost = "–" if step.cost is None else f"{step.cost:.4f}"
         lines.append(f"| {step.step} | {_score(step.val_score)} | {_what(candidate)} | "
-                     f"{_score(candidate.val_score if candidate else None)} | {paired} | {decision} | "
+                     f"{_score(candidate.val_score if candidate else None)} | {paired} | {decision} | {_tokens(candidate)} | "
                      f"{step.calls} ({step.cached_calls}) | {step.prompt_tokens}/{step.completion_tokens} | {cost} | "
                      f"{step.seconds:.1f} |")
     lines += ["", *_totals(steps, ledger, test)]
     accepted = sum(c.status == "accepted" for c in candidates)
     lines += ["", f"Candidates: {len(candidates)} ({accepted} accepted, "
               f"{sum(c.status == 'rolled_back' for c in candidates)} rolled back, "
-              f"{sum(c.status == 'rejected' for c in candidates)} rejected before validation)."]
+              f"{sum(c.status == 'dropped' for c in candidates)} raced out on part of validation, "
+              f"{sum(c.status == 'rejected' for c in candidates)} rejected before validation).", "",
+              *_races(steps, candidates)]
     best = folder / saved.best_dir
     lines += ["", "## Best prompt set", "",
               f"`{saved.best_dir}` (validation score {_score(saved.best_score)}; start {saved.start_hash}, "

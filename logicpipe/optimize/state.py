@@ -168,6 +168,10 @@ class OptimizeState:
         """Record ENDPOINT options (`flags`) whose model has answered: from now on they bind the folder."""
         self._write_options({**self._options(), **{flag: wanted[flag] for flag in flags}})
 
+    def options(self) -> dict[str, Any]:
+        """The deciding options the folder was made with, by flag (options.json; empty when there is none)."""
+        return self._options()
+
     def _options(self) -> dict[str, Any]:
         path = self.folder / OPTIONS
         if not path.is_file():

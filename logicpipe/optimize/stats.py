@@ -43,3 +43,22 @@ def describe(result: Paired) -> str:
 def interval(result: Paired, z: float = 1.96) -> tuple[float, float]:
     """A normal-approximation interval of the mean paired difference (95% at the default z)."""
     return result.mean - z * result.se, result.mean + z * result.se
+
+
+def decide(accuracy: Paired, saved: Paired, objective: str, z: float = 2.0) -> tuple[bool, str]:
+    """Keep a candidate? `accuracy` is new - old score per problem, `saved` old - new tokens per problem
+    (positive: the candidate is cheaper). accuracy: keep it when it is better (accept), or as accurate
+    on average (mean >= 0) and measurably cheaper; cost: keep it when it is measurably cheaper and not
+    measurably worse. "Measurably" is accept()'s test, with the same z. Also says why."""
+    better, cheaper = accept(accuracy, z), accept(saved, z)
+    worse = accept(Paired(n=accuracy.n, mean=-accuracy.mean, se=accuracy.se, wins=accuracy.losses,
+                          losses=accuracy.wins), z)
+    if objective == "cost":
+        if cheaper and not worse:
+            return True, "measurably fewer tokens and not worse on validation"
+        return False, ("worse on validation" if worse else "not measurably fewer tokens on validation")
+    if better:
+        return True, "better on validation"
+    if accuracy.mean >= 0 and cheaper:
+        return True, "as accurate on validation at measurably fewer tokens"
+    return False, "not better than noise on validation"

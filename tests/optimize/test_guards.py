@@ -181,7 +181,7 @@ def test_a_rewrite_that_repeats_the_principles_heading_has_it_once(scripted, dat
     model = scripted(rewrites={"principles": [f"**{PRINCIPLES_HEADING}**\n- {GOOD}"]})
     with FakeOpenAI(model) as fake:
         result = optimize(OptimizeConfig(dataset="prontoqa", model="fake", base_url=fake.url, data_dir=data_dir,
-                                         steps=1, batch_size=3, limit_val=8, limit_test=4, out=tmp_path / "out", llm_timeout=5,
+                                         steps=1, batch_size=3, limit_val=8, limit_test=4, out=tmp_path / "out", llm_timeout=5, candidates=1,
                                          max_retries=1))
     accepted = result.candidates[0]
     assert accepted.status == "accepted"

@@ -19,15 +19,13 @@ from logicpipe.stages import RunConfig, problems_for
 from logicpipe.testing import FakeOpenAI
 from tests.optimize.conftest import GOOD, POISON
 
-# A demonstration whose program does not parse (an atom without its closing parenthesis).
-BROKEN_DEMO = ("Example.\nContext: Rex is a cat.\nQuestion: Is the following statement true or false? Rex is a cat.\n"
-               "Program:\nPredicates:\nCat($x, bool) ::: Is x a cat?\nFacts:\nCat(Rex, True\nQuery:\nCat(Rex, True)")
 OPTIMISER = ("loss", "gradient", "optimize", "structure")
 
 
 def config(fake, out, data_dir, **extra) -> OptimizeConfig:
     options = {"dataset": "prontoqa", "model": "fake", "base_url": fake.url, "data_dir": data_dir, "steps": 2,
-               "batch_size": 3, "limit_val": 8, "limit_test": 4, "out": out, "llm_timeout": 5, "max_retries": 1, **extra}
+               "batch_size": 3, "limit_val": 8, "limit_test": 4, "out": out, "llm_timeout": 5, "max_retries": 1,
+               "candidates": 1, **extra}
     return OptimizeConfig(**options)
 
 
@@ -35,12 +33,12 @@ def purposes(fake, *wanted: str) -> list[dict]:
     return [r for r in fake.requests if r["_logicpipe"]["purpose"] in wanted]
 
 
-def test_improving_candidate_is_accepted_and_a_broken_demonstration_rejected(scripted, data_dir, tmp_path):
+def test_improving_candidate_is_accepted_and_an_unchanged_rewrite_rejected(scripted, data_dir, tmp_path):
     with FakeOpenAI(lambda body: "") as fake:
         splits = make_splits(config(fake, tmp_path, data_dir))
     batches = [minibatch(splits, step, 3, 0) for step in (1, 2)]
     broken = batches[0][0]  # its programs never parse: it goes through three rounds of refinement
-    model = scripted(rewrites={"principles": [f"- {GOOD}"], "demonstrations": [BROKEN_DEMO]}, broken={broken})
+    model = scripted(rewrites={"principles": [f"- {GOOD}"]}, broken={broken})
     with FakeOpenAI(model) as fake:
         settings = config(fake, tmp_path, data_dir)
         result = optimize(settings)
@@ -49,11 +47,12 @@ def test_improving_candidate_is_accepted_and_a_broken_demonstration_rejected(scr
     assert first.status == "accepted" and first.paired is not None and first.paired.mean > 0
     assert first.paired.losses == 0 and first.val_score == 1.0 and first.base_score is not None
     assert first.base_score < 1.0
-    # Step 2 rewrote the demonstrations three times; each carried a program the real parser rejects.
-    assert second.component == "demonstrations" and second.status == "rejected" and second.attempts == 3
-    assert "demonstration 1's program does not run in the lp solver" in (second.reason or "")
-    assert len([r for r in purposes(fake, "optimize") if "Component to rewrite: demonstrations" in
-                r["messages"][-1]["content"]]) == 3
+    # Step 2's gradients blame the principles again (they say "check"); the rewriter gave back the text
+    # it has now, three times: nothing to validate.
+    assert second.component == "principles" and second.status == "rejected" and second.attempts == 3
+    assert second.reason == "the rewrite changed nothing"
+    assert len([r for r in purposes(fake, "optimize") if "Component to rewrite: principles" in
+                r["messages"][-1]["content"]]) == 4
     assert [s.step for s in result.steps] == [0, 1, 2]
     assert [s.val_score for s in result.steps] == [first.base_score, 1.0, 1.0]
     assert result.steps[1].accepted == first.params_hash and result.steps[2].accepted is None

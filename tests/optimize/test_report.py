@@ -67,7 +67,7 @@ def test_report_files(tmp_path: Path) -> None:
     assert "| 3 | 0.750 | structure max_rounds=7 | – | – | rejected: max_rounds=7 is not on the menu" in report
     assert "| 20 (2) | 9000/1500 | 0.0200 | 3.5 |" in report
     assert "Total: 49 model calls (2 from the cache), 19400 prompt and 3100 completion tokens, cost 0.0430." in report
-    assert "3 (1 accepted, 1 rolled back, 1 rejected before validation)" in report
+    assert "3 (1 accepted, 1 rolled back, 0 raced out on part of validation, 1 rejected before validation)" in report
     assert f"--prompts {tmp_path}/prompts/{better.hash} --num-samples 1 --temperature 0 --max-rounds 1" in report
 
 
@@ -98,7 +98,7 @@ def test_no_improvement_says_so(tmp_path: Path) -> None:
     report = (tmp_path / "report.md").read_text()
     assert "No step has finished yet: the best prompt set is the start." in report and "held-out half" not in report
     assert "No candidate beat" not in report
-    assert "| 0 | 0.400 | – | – | – | start | 5 (0) |" in report
+    assert "| 0 | 0.400 | – | – | – | start | – | 5 (0) |" in report
     # One step whose candidate was rolled back: now a candidate did not beat the start.
     state.append_steps([StepRecord(step=1, val_score=0.4, calls=9)])
     state.save(start_hash=start.hash, current_hash=start.hash, structure=Structure(), step=1,
