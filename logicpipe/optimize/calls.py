@@ -14,10 +14,20 @@ from pathlib import Path
 from ..core.errors import DataError, LLMError, RunStopped
 from ..llm import Completion, Request, cache_key
 from ..llm.cache import Cache
+from ..prompts import Prompt, PromptSet
 from ..stages.llmcalls import llm_settings, send_gated
-from .config import OptimizeConfig
+from .config import OPTIMIZER_PROMPTS, OptimizeConfig
 
 Result = Completion | LLMError
+
+
+def template(config: OptimizeConfig, prompt_id: str) -> Prompt:
+    """One of OPTIMIZER_PROMPTS: the --prompts folder's file if it has one, else the shipped one."""
+    return PromptSet(config.prompts).get(prompt_id)
+
+
+def template_hashes(config: OptimizeConfig) -> dict[str, str]:
+    return PromptSet(config.prompts).identity(*OPTIMIZER_PROMPTS)
 
 
 @dataclass

@@ -12,6 +12,10 @@ from ..prompts import PromptSet, is_paper
 from ..stages.config import TaskOptions, finite
 from .params import prompt_ids
 
+# The optimiser's own prompts (judge, gradients, rewrites, structure): PromptSet templates, hashed like
+# every other and overridable from the --prompts folder (calls.template reads them).
+OPTIMIZER_PROMPTS = ("opt-judge", "opt-gradient", "opt-rewrite", "opt-structure")
+
 # The train split that may be missing: the validation split is then cut in two (ProntoQA has only dev).
 TRAIN = "train"
 
@@ -71,7 +75,10 @@ class OptimizeConfig(TaskOptions):
                 raise ValueError(f"--test-split {self.test_split} is also the train or validation split; the test "
                                  "problems must be unseen (leave --test-split out to cut them from --val-split)")
         # A folder that overrides no template the optimiser starts from is refused here, before any file.
-        PromptSet(self.prompts).check_overrides(prompt_ids(spec.prompt, spec.solver))
+        # The optimiser's own templates (opt-*.txt) may be overridden there too; a broken one is refused here.
+        prompts = PromptSet(self.prompts)
+        prompts.check_overrides([*prompt_ids(spec.prompt, spec.solver), *OPTIMIZER_PROMPTS])
+        prompts.identity(*OPTIMIZER_PROMPTS)
         return self
 
     @property

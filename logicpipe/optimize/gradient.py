@@ -9,7 +9,7 @@ from __future__ import annotations
 from ..core.errors import LLMError
 from ..core.records import Usage
 from ..llm import Request
-from .calls import Budget, Result, ask
+from .calls import Budget, Result, ask, template
 from .config import OptimizeConfig
 from .forward import Trace
 from .loss import describe
@@ -17,14 +17,6 @@ from .params import PromptParams
 from .records import GradientRecord, LossRecord, Node
 
 BACKWARD: list[Node] = ["interpret", "solve", "refine", "formulate"]
-
-SYSTEM = ("You assign blame in a pipeline that turns a logic problem into a program (formulate), runs it in a "
-          "solver (solve), repairs programs the solver rejects (refine) and maps the verdict to an answer "
-          "(interpret). Given one run, the judge's verdict on it, and the feedback already given to the step after "
-          "this one, write feedback for the step named: what it did that led to the verdict, and what in its "
-          "prompt should change so that it does better on problems like this one. Be concrete and brief; say "
-          "'no change needed' if this step did its part.")
-
 
 def _node_text(node: Node, params: PromptParams, formulate_prompt: str, solver: str) -> str:
     rendered = params.render()
@@ -55,6 +47,7 @@ def gradients(config: OptimizeConfig, budget: Budget, traces: list[Trace], losse
     path = {t.outcome.id: nodes(t) for t in judged}
     records: list[GradientRecord] = []
     downstream: dict[str, GradientRecord] = {}
+    prompt = template(config, "opt-gradient")
     for node in BACKWARD:
         requests = []
         after: dict[str, Node | None] = {}
@@ -65,13 +58,13 @@ def gradients(config: OptimizeConfig, budget: Budget, traces: list[Trace], losse
             index = path[pid].index(node)
             after[pid] = path[pid][index - 1] if index else None
             loss = loss_of[pid]
-            parts = [describe(trace, config.supervised),
-                     f"The judge's score: {loss.score:g}/10. Critique: {loss.critique}",
-                     _node_text(node, params, formulate_prompt, solver)]
+            carried = ""
             if after[pid] is not None and pid in downstream and downstream[pid].node == after[pid]:
-                parts.append(f"Feedback given to the next step ({after[pid]}):\n{downstream[pid].gradient}")
-            requests.append(Request(f"{pid}\x1f{node}", [{"role": "system", "content": SYSTEM},
-                                                        {"role": "user", "content": "\n\n".join(parts)}],
+                carried = f"\n\nFeedback given to the next step ({after[pid]}):\n{downstream[pid].gradient}"
+            messages = prompt.render(trajectory=describe(trace, config.supervised), score=f"{loss.score:g}",
+                                     critique=loss.critique, step=_node_text(node, params, formulate_prompt, solver),
+                                     downstream=carried)
+            requests.append(Request(f"{pid}\x1f{node}", messages,
                                     0.0, 1024, purpose="gradient", problem=pid))
         found: dict[str, GradientRecord] = {}
 

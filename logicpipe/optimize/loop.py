@@ -19,7 +19,7 @@ from ..run.folder import LOCK_FILE, DirectoryLock
 from ..solvers import get_solver
 from ..stages.llmcalls import BudgetSpent
 from .blame import rank
-from .calls import Budget
+from .calls import Budget, template_hashes
 from .config import OptimizeConfig
 from .demos import harvestable, propose_demonstration
 from .final import TestScore, read_test, score_test
@@ -133,7 +133,8 @@ class _Run:
                             completion_tokens=spend.completion_tokens,
                             cost=config.cost(spend.prompt_tokens, spend.completion_tokens),
                             seconds=round(time.monotonic() - started, 3), race=rungs,
-                            blame=choice[0] if choice else {}, choice=choice[1] if choice else None)
+                            blame=choice[0] if choice else {}, choice=choice[1] if choice else None,
+                            optimizer_prompts=template_hashes(config))
         return after, record
 
     def propose(self, number: int, current: _Current, traces: list[Trace], judged: list,

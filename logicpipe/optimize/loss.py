@@ -9,15 +9,10 @@ import json
 from ..core.errors import LLMError
 from ..core.records import Usage
 from ..llm import Request
-from .calls import Budget, Result, ask, reply_json
+from .calls import Budget, Result, ask, reply_json, template
 from .config import OptimizeConfig
 from .forward import Trace
 from .records import LossRecord
-
-SYSTEM = ("You judge one run of a pipeline that translates a logic problem into a program, runs it in a solver, "
-          "repairs programs the solver rejects, and maps the verdict to an answer option. Score the run from 0 "
-          "(useless) to 10 (a faithful, executable program that gives the right answer) and say in a few sentences "
-          "what went wrong and why. Answer with JSON only: {\"score\": <0-10>, \"critique\": \"...\"}.")
 
 
 def describe(trace: Trace, supervised: bool) -> str:
@@ -54,8 +49,8 @@ def losses(config: OptimizeConfig, budget: Budget, traces: list[Trace], step: in
     """One judge request per trajectory; a reply that does not parse, or a failed request, is a record with
     score None and the reason, never a crash."""
     by_id = {t.outcome.id: t for t in traces}
-    requests = [Request(t.outcome.id, [{"role": "system", "content": SYSTEM},
-                                       {"role": "user", "content": describe(t, config.supervised)}],
+    judge = template(config, "opt-judge")
+    requests = [Request(t.outcome.id, judge.render(trajectory=describe(t, config.supervised)),
                         0.0, 1024, purpose="loss", problem=t.outcome.id) for t in traces]
     records: dict[str, LossRecord] = {}
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..core.errors import LLMError
 from ..llm import Request
-from .calls import Budget, Result, ask, reply_json
+from .calls import Budget, Result, ask, reply_json, template
 from .config import OptimizeConfig
 from .forward import Trace
 from .params import PromptParams, Structure, check_candidate
@@ -112,17 +112,18 @@ def propose_prompt(config: OptimizeConfig, budget: Budget, params: PromptParams,
         proposal.reason = "no feedback for this prompt in the batch"
         return proposal
     current = params.component(prompt_id, component)
-    system = ("You improve one component of a prompt that makes a model translate logic problems into programs. "
-              f"Rewrite the component so that the feedback is addressed. Learning rate: "
-              f"{_RATE.get(component, LEARNING_RATE)}. Answer with the new text of the component only.")
-    base = (f"The whole prompt ({prompt_id}), for context:\n{params.render()[prompt_id]}\n\n"
-            f"Component to rewrite: {component}: {_WHAT.get(component, component)}.\n"
-            f"Current text:\n<current>\n{current}\n</current>\n\nFeedback from the training batch of step {step}:\n{feedback}")
+    shown_tried = ""
     if tried:
-        base += ("\n\nRewrites already tried that did not do better on held-out problems (do not repeat them), "
-                 "with their validation score and that of the prompt they were compared with:\n")
-        base += "\n".join(f'<tried score="{_shown(t.score)}" against="{_shown(t.against)}">\n{t.text}\n</tried>'
-                           for t in tried[-3:])
+        shown_tried = ("\n\nRewrites already tried that did not do better on held-out problems (do not repeat them), "
+                       "with their validation score and that of the prompt they were compared with:\n")
+        shown_tried += "\n".join(f'<tried score="{_shown(t.score)}" against="{_shown(t.against)}">\n{t.text}\n</tried>'
+                                  for t in tried[-3:])
+    rewrite = template(config, "opt-rewrite")
+
+    def render(retry: str) -> list[dict[str, str]]:
+        return rewrite.render(prompt_id=prompt_id, prompt=params.render()[prompt_id], component=component,
+                              what=_WHAT.get(component, component), rate=_RATE.get(component, LEARNING_RATE),
+                              current=current, step=str(step), feedback=feedback, tried=shown_tried, retry=retry)
 
     def check(text: str) -> str | None:
         new_text = _unfence(text)
@@ -134,24 +135,25 @@ def propose_prompt(config: OptimizeConfig, budget: Budget, params: PromptParams,
             proposal.params = candidate
         return reason
 
-    _attempts(config, budget, proposal, f"optimize-{step}", "optimize", 4096, system, base,
+    _attempts(config, budget, proposal, f"optimize-{step}", "optimize", 4096, render,
               lambda attempt, rejected: f"\n\nAttempt {attempt} of {ATTEMPTS}. Your previous rewrite was rejected: "
                                         f"{rejected}. Fix that.", check)
     return proposal
 
 
 def _attempts(config: OptimizeConfig, budget: Budget, proposal: Proposal, key: str, purpose: str, max_tokens: int,
-              system: str, base: str, retry: Callable[[int, str], str], check: Callable[[str], str | None]) -> None:
-    """Ask up to ATTEMPTS times; `check` takes a reply (filling in the proposal) or says why not, and a
-    retry carries that reason (`retry` words it). proposal.reason is the last rejection, or None."""
+              render: Callable[[str], list[dict[str, str]]], retry: Callable[[int, str], str],
+              check: Callable[[str], str | None]) -> None:
+    """Ask up to ATTEMPTS times; `render` makes the request's messages from the retry text ("" at first);
+    `check` takes a reply (filling in the proposal) or says why not, and a retry carries that reason
+    (`retry` words it). proposal.reason is the last rejection, or None."""
     rejected = ""
     for attempt in range(1, ATTEMPTS + 1):
         proposal.attempts = attempt
         # The attempt number keeps a retry from being the same request (whose cached reply would come back).
-        user = base + (retry(attempt, rejected) if rejected else "")
-        text = _reply(config, budget, Request(f"{key}-{attempt}", [{"role": "system", "content": system},
-                                                                   {"role": "user", "content": user}],
-                                              0.0, max_tokens, purpose=purpose, problem=""))
+        messages = render(retry(attempt, rejected) if rejected else "")
+        text = _reply(config, budget, Request(f"{key}-{attempt}", messages, 0.0, max_tokens, purpose=purpose,
+                                              problem=""))
         reason = "the request failed" if text is None else check(text)
         if reason is None:
             proposal.reason = None
@@ -187,15 +189,13 @@ def propose_structure(config: OptimizeConfig, budget: Budget, structure: Structu
     tried = tried or []
     notes = "\n".join(f"- {g.node}: {g.gradient[:600]}" for g in gradients
                       if g.node in ("solve", "refine", "interpret") and g.error is None and g.gradient)
-    system = ("You tune the structure of a pipeline that turns logic problems into programs: the number of programs "
-              "sampled per problem (majority vote), the refinement rounds for programs the solver rejects, and the "
-              "backup answer when no program runs. Propose exactly one change from the menu, as JSON: "
-              '{"field": "<option>", "value": <value>}.')
-    base = (f"Current structure: {json.dumps(structure.model_dump(exclude={'temperature'}))}\n"
-            f"Menu: {json.dumps(Structure.MENU)}\nTraining batch: {_summary(traces)}\n"
-            f"Feedback on the steps:\n{notes or '(none)'}")
-    if tried:
-        base += f"\nAlready tried without doing better on held-out problems: {json.dumps(tried)}"
+    prompt = template(config, "opt-structure")
+    shown_tried = f"\nAlready tried without doing better on held-out problems: {json.dumps(tried)}" if tried else ""
+
+    def render(retry: str) -> list[dict[str, str]]:
+        return prompt.render(structure=json.dumps(structure.model_dump(exclude={'temperature'})),
+                             menu=json.dumps(Structure.MENU), summary=_summary(traces), notes=notes or "(none)",
+                             tried=shown_tried, retry=retry)
 
     def check(text: str) -> str | None:
         try:
@@ -212,7 +212,7 @@ def propose_structure(config: OptimizeConfig, budget: Budget, structure: Structu
             proposal.structure = structure.with_change(name, value)
         return reason
 
-    _attempts(config, budget, proposal, f"structure-{step}", "structure", 512, system, base,
+    _attempts(config, budget, proposal, f"structure-{step}", "structure", 512, render,
               lambda attempt, rejected: f"\n\nAttempt {attempt} of {ATTEMPTS}. Your previous proposal was rejected: "
                                         f"{rejected}.", check)
     return proposal

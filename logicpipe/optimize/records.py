@@ -117,6 +117,7 @@ class StepRecord(_Line):
     blame: dict[str, float] = Field(default_factory=dict)
     choice: str | None = None
     race: list[Rung] = Field(default_factory=list)
+    optimizer_prompts: dict[str, str] = Field(default_factory=dict)  # opt-* template id -> hash this step used
 
 
 class TestScore(_Line):

@@ -42,7 +42,9 @@ def summary(saved: SavedState, steps: list[StepRecord], test: TestScore | None,
             options: dict | None = None) -> dict:
     """report.json: the validation scores (chosen on, so optimistic) beside the test scores (unseen)."""
     options = options or {}
+    used = [s.optimizer_prompts for s in steps if s.optimizer_prompts]
     return {"objective": options.get("--objective", "accuracy"), "candidates": options.get("--candidates", 1),
+            "optimizer_prompts": used[-1] if used else None,
             "splits": saved.splits, "start_hash": saved.start_hash, "best_hash": saved.best_hash,
             "best_dir": saved.best_dir, "best_structure": saved.best_structure.model_dump(), "steps_done": saved.step,
             "val_start": steps[0].val_score if steps else None, "val_best": saved.best_score,

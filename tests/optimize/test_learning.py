@@ -160,3 +160,32 @@ def test_objective_weighs_tokens(objective, description, status, reason, scripte
     report = json.loads((out / "report.json").read_text())
     assert report["objective"] == objective and report["candidates"] == 1
     assert f"Objective: {objective}" in (out / "report.md").read_text()
+
+
+def test_the_optimiser_prompts_are_templates_a_folder_overrides(scripted, data_dir, tmp_path, capsys):
+    from logicpipe.prompts import PromptSet
+
+    folder = tmp_path / "prompts"
+    folder.mkdir()
+    shipped = PromptSet().get("opt-judge")
+    (folder / "opt-judge.txt").write_text(f"JUDGE-OVERRIDE {shipped.system}\n=== user ===\n{{{{trajectory}}}}\n")
+    out = tmp_path / "out"
+    with FakeOpenAI(scripted(rewrites={"principles": [f"- {GOOD}"]})) as fake:
+        done = in_process(capsys, *optimize_args(fake, data_dir, out, "--candidates", "1", "--prompts", str(folder)))
+    assert done.returncode == 0, done.stderr
+    by_purpose = {p: [r for r in fake.requests if r["_logicpipe"]["purpose"] == p] for p in ("loss", "gradient",
+                                                                                             "optimize")}
+    assert all(r["messages"][0]["content"].startswith("JUDGE-OVERRIDE") for r in by_purpose["loss"])
+    # The others are the shipped templates, each as its file says.
+    for purpose, prompt_id in (("gradient", "opt-gradient"), ("optimize", "opt-rewrite")):
+        assert by_purpose[purpose]
+        assert all(r["messages"][0]["content"] == PromptSet().get(prompt_id).system for r in by_purpose[purpose])
+    hashes = json.loads((out / "report.json").read_text())["optimizer_prompts"]
+    assert hashes["opt-judge"] == PromptSet(folder).get("opt-judge").hash != shipped.hash
+    assert hashes["opt-rewrite"] == PromptSet().get("opt-rewrite").hash
+    # A template that lost a field the optimiser fills in is one line of bad input, before anything is written.
+    (folder / "opt-judge.txt").write_text("Judge.\n=== user ===\nno trajectory here\n")
+    with FakeOpenAI(scripted()) as fake:
+        bad = in_process(capsys, *optimize_args(fake, data_dir, tmp_path / "bad", "--prompts", str(folder)))
+    assert bad.returncode == 2 and bad.stderr.strip().startswith("error:") and "{{trajectory}}" in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "bad").exists()
