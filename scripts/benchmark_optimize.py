@@ -28,10 +28,13 @@ problem's correct program: its critique names each difference it finds, by kind 
 other steps get "no change needed". The rewriter reads only the feedback in its request: it adds the
 FIX of the kind the feedback names most often that the prompt does not state yet and that is not among
 the rewrites validation already rolled back; with nothing named it can only return the text unchanged
-(a rejected rewrite). So feedback helps only as far as it is right.
+(a rejected rewrite). So feedback helps only as far as it is right. The loop's demonstrations are
+harvested from correct training runs, not written; this model reacts to FIX sentences only, so a
+harvested example changes no mistake rate: it is inert here, and only costs the validation it runs on.
 
 Three arms, on the same seeds, splits and acceptance test (--z):
-- informed: the loop as shipped (losses, gradients, rewrites, validation);
+- informed: the loop as shipped (losses, gradients, the components chosen by blame, --candidates 2 raced
+  by successive halving, rewrites and harvested demonstrations, validation);
 - noise: the same loop, but the judge's critique names one or two of the ten kinds drawn at random (not
   from the program): the feedback is noise of the same form;
 - random: random search with the informed arm's total model calls of that seed, spent only on candidates
