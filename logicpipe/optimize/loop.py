@@ -28,7 +28,7 @@ from .gradient import gradients
 from .loss import losses
 from .optimizers import Proposal, Tried, propose_prompt, propose_structure
 from .params import PromptParams, Structure, prompt_ids
-from .race import Entrant, race
+from .race import Entrant, label, race
 from .records import CandidateRecord, StepRecord
 from .splits import Splits, make_splits, minibatch
 from .state import OptimizeState
@@ -212,7 +212,7 @@ class _Run:
         records += outcome.records
         for record in outcome.records:
             if record.status == "dropped":
-                self.notes(f"step {number}: {_label(record)} raced out after {record.problems} validation problems")
+                self.notes(f"step {number}: {label(record)} raced out after {record.problems} validation problems")
         final = outcome.records[-1]
         if final.paired is not None:
             self.notes(f"step {number}: validation {current.score:.3f} -> {final.val_score:.3f} "
@@ -240,12 +240,6 @@ class _Run:
             self.state.save_prompts(start, Structure())
         current = _Current(params, structure, folder, *self.validate(params, structure, folder))
         return current, done, start.hash
-
-
-def _label(record: CandidateRecord) -> str:
-    if record.kind == "structure":
-        return "structure " + ", ".join(f"{k}={v}" for k, v in record.change.items())
-    return f"{record.prompt_id}/{record.component}"
 
 
 def _changed(structure: Structure, change: dict) -> dict | None:

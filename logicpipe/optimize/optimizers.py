@@ -25,13 +25,9 @@ _FORMULATE_ORDER = ("principles", "demonstrations", "description", "format")
 _WHAT = {
     "description": "the task description at the top of the system prompt",
     "format": "the grammar and output format the program must follow",
-    "demonstrations": ("the worked examples, each starting with 'Example.' and ending with a 'Program:' line and "
-                       "a complete program in the solver's language, separated by blank lines; every program must "
-                       "parse and run"),
     "principles": "rules learnt from mistakes, one per line starting with '- ' (it may be empty so far)",
 }
 _RATE = {
-    "demonstrations": "add, fix or replace at most one example; keep the others word for word",
     "principles": "add, change or remove at most two rules; keep the others word for word",
 }
 LEARNING_RATE = "change at most three sentences or lines; keep everything else word for word"

@@ -31,10 +31,14 @@ class Entrant:
 
     @property
     def label(self) -> str:
-        record = self.record
-        if record.kind == "structure":
-            return "structure " + ", ".join(f"{k}={v}" for k, v in record.change.items())
-        return f"{record.prompt_id}/{record.component}"
+        return label(self.record)
+
+
+def label(record: CandidateRecord) -> str:
+    """How a candidate is named in a race and in notes: its prompt/component, or its structure change."""
+    if record.kind == "structure":
+        return "structure " + ", ".join(f"{k}={v}" for k, v in record.change.items())
+    return f"{record.prompt_id}/{record.component}"
 
 
 @dataclass
