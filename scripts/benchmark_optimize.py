@@ -46,7 +46,8 @@ the gain is best - start. The learning curve is the validation score of the curr
 calls spent so far (each arm's own budget fraction).
 
 usage: python scripts/benchmark_optimize.py [--data-dir DIR] [--seeds 10] [--steps 3] [--batch-size 4]
-                                            [--val 30] [--test 40] [--z 2] [--workers 2] [--jobs 1]
+                                            [--val 30] [--test 40] [--z 2] [--candidates 2] [--workers 2]
+                                            [--jobs 1]
                                             [--out DIR]
 """
 
@@ -312,7 +313,7 @@ def apply_edit(component: str, now: str, sentence: str) -> str:
 def _config(args: argparse.Namespace, url: str, seed: int, out: Path) -> OptimizeConfig:
     return OptimizeConfig(dataset="prontoqa", data_dir=args.data_dir, model="simulated", base_url=url,
                           steps=args.steps, batch_size=args.batch_size, limit_val=args.val, limit_test=args.test,
-                          seed=seed, workers=args.workers, z=args.z, out=out)
+                          seed=seed, workers=args.workers, z=args.z, candidates=args.candidates, out=out)
 
 
 def loop_arm(name: str, correct: dict[str, str], args: argparse.Namespace, seed: int, out: Path) -> dict:
@@ -417,6 +418,7 @@ def main() -> None:
     parser.add_argument("--val", type=int, default=30, help="validation problems")
     parser.add_argument("--test", type=int, default=40, help="test problems")
     parser.add_argument("--z", type=float, default=2.0, help="the acceptance test's standard errors")
+    parser.add_argument("--candidates", type=int, default=2, help="the loop's --candidates (raced per step)")
     parser.add_argument("--workers", type=int, default=2, help="solver worker processes per run")
     parser.add_argument("--jobs", type=int, default=1, help="seeds run at once, each in its own process")
     parser.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
@@ -431,7 +433,7 @@ def main() -> None:
           + ", ".join(f"{kind} {BASE[kind]}" for kind in KINDS) + f" ({FIXED} once the prompt states the fix), "
           f"slip {SLIP}")
     print(f"per seed: {args.steps} steps, batch {args.batch_size}, {args.val} validation and {args.test} test "
-          f"problems, --z {args.z}; random search gets the informed arm's calls")
+          f"problems, --z {args.z}, --candidates {args.candidates}; random search gets the informed arm's calls")
     arms = ("informed", "random", "noise")
     results: dict[str, list[dict]] = {arm: [] for arm in arms}
     with tempfile.TemporaryDirectory() as scratch:
