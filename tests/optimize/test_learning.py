@@ -189,3 +189,20 @@ def test_the_optimiser_prompts_are_templates_a_folder_overrides(scripted, data_d
         bad = in_process(capsys, *optimize_args(fake, data_dir, tmp_path / "bad", "--prompts", str(folder)))
     assert bad.returncode == 2 and bad.stderr.strip().startswith("error:") and "{{trajectory}}" in bad.stderr
     assert len(bad.stderr.strip().splitlines()) == 1 and not (tmp_path / "bad").exists()
+
+
+def test_a_structure_as_accurate_for_fewer_tokens_is_kept(scripted, data_dir, tmp_path):
+    with FakeOpenAI(lambda body: "") as fake:
+        val = make_splits(config(fake, tmp_path / "cut", data_dir)).val
+    # Programs of half the validation problems never parse, and no repair helps: the refinement rounds
+    # only cost tokens. Dropping them (max_rounds 0) leaves every answer as it was.
+    model = scripted(rewrites={"principles": [f"- {GOOD}"]}, structure=[json.dumps({"field": "max_rounds", "value": 0})],
+                     broken=set(val[:4]))
+    with FakeOpenAI(model) as fake:
+        result = optimize(config(fake, tmp_path / "out", data_dir, structure=True, steps=3))
+    structure = result.candidates[-1]
+    assert structure.kind == "structure" and structure.change == {"max_rounds": 0}
+    assert structure.paired is not None and structure.paired.mean == 0
+    assert structure.tokens_saved is not None and structure.tokens_saved.mean > 0
+    assert (structure.status, structure.reason) == ("accepted", "as accurate on validation at measurably fewer tokens")
+    assert result.steps[3].accepted == structure.params_hash
