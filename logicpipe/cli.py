@@ -375,7 +375,7 @@ def optimize(
     workers: int = WORKERS,
     limit_val: Optional[int] = typer.Option(None, "--limit-val", help="at most this many validation problems"),
     prompts: Optional[str] = typer.Option(None, "--prompts", help="start from this folder of prompt templates (not Logic-LM's prompts: they have no parts to rewrite)"),
-    structure: bool = typer.Option(False, "--structure", metavar="", help="also optimise the structure: samples, refinement rounds, backup"),
+    structure: bool = typer.Option(False, "--structure", metavar="", help="also optimise the structure: samples, refinement rounds, backup, semantic check, solver time limit"),
     max_concurrency: int = MAX_CONCURRENCY,
     llm_timeout: float = LLM_TIMEOUT,
     max_retries: int = MAX_RETRIES,

@@ -244,7 +244,9 @@ class _Run:
 
 def _changed(structure: Structure, change: dict) -> dict | None:
     (name, value), = change.items()
-    return structure.with_change(name, value).model_dump() if Structure.off_menu(name, value) is None else None
+    if Structure.off_menu(name, value) is not None or structure.conflict(name, value) is not None:
+        return None
+    return structure.with_change(name, value).model_dump()
 
 
 def optimize(config: OptimizeConfig, progress: Notes = _silent) -> OptimizeResult:

@@ -205,6 +205,8 @@ def propose_structure(config: OptimizeConfig, budget: Budget, structure: Structu
         if reason is None and {name: value} in tried:
             reason = f"{name}={value!r} was tried and did no better"
         if reason is None:
+            reason = structure.conflict(name, value)
+        if reason is None:
             proposal.structure = structure.with_change(name, value)
         return reason
 

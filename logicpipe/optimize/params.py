@@ -189,14 +189,20 @@ class PromptParams(BaseModel):
 
 
 class Structure(BaseModel):
-    """The run's shape, which the structure optimiser may change one MENU step at a time."""
+    """The run's shape, which the structure optimiser may change one MENU step at a time: the nodes of the
+    pipeline (several formulations with a vote, refinement rounds, a semantic check that revises programs
+    that executed and keeps a revision only when judged more faithful, the chain-of-thought backup) and
+    the solver's time limit (None: the dataset's default)."""
 
     model_config = ConfigDict(extra="forbid")
     MENU: ClassVar[dict[str, list[Any]]] = {"num_samples": [1, 3, 5], "max_rounds": [0, 1, 2, 3],
-                                            "backup": ["random", "cot"]}
+                                            "backup": ["random", "cot"], "refine": ["error", "semantic"],
+                                            "timeout": [None, 5, 15, 60]}
     num_samples: int = Field(default=1, ge=1, le=64)
     max_rounds: int = Field(default=3, ge=0, le=10)
     backup: Literal["random", "cot"] = "random"
+    refine: Literal["error", "semantic"] = "error"
+    timeout: float | None = Field(default=None, gt=0, le=86400)
     temperature: float | None = Field(default=None, ge=0, le=2)
 
     @model_validator(mode="after")
@@ -206,11 +212,18 @@ class Structure(BaseModel):
             self.temperature = 0.0 if self.num_samples == 1 else 0.7
         if self.num_samples > 1 and self.temperature == 0:
             raise ValueError("num_samples > 1 needs temperature > 0")
+        # The semantic check is a refinement round of its own (as `run --refine semantic` requires).
+        if self.refine == "semantic" and self.max_rounds == 0:
+            raise ValueError("refine='semantic' needs max_rounds of at least 1")
         return self
 
     @property
     def hash(self) -> str:
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        # Fields at their defaults are left out, so a structure keeps the hash (and the run folders) it had
+        # before a field was added to the menu.
+        data = self.model_dump(mode="json")
+        data = {k: v for k, v in data.items() if k not in _LATER or v != _LATER[k]}
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()[:12]
 
     @classmethod
@@ -220,6 +233,15 @@ class Structure(BaseModel):
             return f"'{field}' is not a structure option; choose from {', '.join(cls.MENU)}"
         if isinstance(value, bool) or value not in cls.MENU[field]:
             return f"{field}={value!r} is not on the menu {cls.MENU[field]}"
+        return None
+
+    def conflict(self, field: str, value: object) -> str | None:
+        """Why an on-menu change cannot be made from this structure (None when it can)."""
+        try:
+            self.with_change(field, value)
+        except ValueError as exc:  # pydantic's ValidationError is a ValueError
+            return next((e["msg"].removeprefix("Value error, ") for e in getattr(exc, "errors", lambda: [])()),
+                        str(exc))
         return None
 
     def with_change(self, field: str, value: object) -> Structure:
@@ -233,14 +255,22 @@ class Structure(BaseModel):
 
     def flags(self) -> str:
         """The `logicpipe run` options that give a run this structure."""
+        extra = (" --refine semantic" if self.refine == "semantic" else "") + \
+                (f" --timeout {self.timeout:g}" if self.timeout is not None else "")
         return (f"--num-samples {self.num_samples} --temperature {self.temperature:g} --max-rounds {self.max_rounds} "
-                f"--backup {self.backup}")
+                f"--backup {self.backup}{extra}")
 
     def apply(self, config: RunConfig) -> RunConfig:
         """The run configuration with this structure (validated again, like any other RunConfig)."""
         update = {"num_samples": self.num_samples, "max_rounds": self.max_rounds, "backup": self.backup,
-                  "temperature": self.temperature}
+                  "temperature": self.temperature, "refine": self.refine}
+        if self.timeout is not None:
+            update["timeout"] = self.timeout
         return RunConfig.model_validate({**config.model_dump(), **update})
+
+
+# Structure fields added after the first three, with their defaults (see Structure.hash).
+_LATER: dict[str, Any] = {"refine": "error", "timeout": None}
 
 
 def demo_program(demonstration: str) -> str | None:

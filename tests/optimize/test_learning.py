@@ -206,3 +206,41 @@ def test_a_structure_as_accurate_for_fewer_tokens_is_kept(scripted, data_dir, tm
     assert structure.tokens_saved is not None and structure.tokens_saved.mean > 0
     assert (structure.status, structure.reason) == ("accepted", "as accurate on validation at measurably fewer tokens")
     assert result.steps[3].accepted == structure.params_hash
+
+
+def test_structure_menu_adds_the_semantic_check_and_the_solver_time_limit(data_dir, tmp_path):
+    import hashlib
+
+    from logicpipe.optimize.params import Structure
+    from logicpipe.stages import RunConfig
+
+    # A structure at the old fields' values keeps its old hash, so a resumed folder finds its run folders.
+    old = json.dumps({"backup": "random", "max_rounds": 3, "num_samples": 1, "temperature": 0.0}, sort_keys=True,
+                     separators=(",", ":"))
+    assert Structure().hash == hashlib.sha256(old.encode()).hexdigest()[:12]
+    changed = Structure().with_change("refine", "semantic").with_change("timeout", 15)
+    assert changed.hash != Structure().hash
+    assert changed.flags() == ("--num-samples 1 --temperature 0 --max-rounds 3 --backup random --refine semantic "
+                               "--timeout 15")
+    run = changed.apply(RunConfig(dataset="prontoqa", data_dir=data_dir, model="m", out=tmp_path))
+    assert (run.refine, run.timeout) == ("semantic", 15)
+    assert Structure.off_menu("timeout", 7) == "timeout=7 is not on the menu [None, 5, 15, 60]"
+    assert Structure(max_rounds=0).conflict("refine", "semantic") == \
+        "refine='semantic' needs max_rounds of at least 1"
+    assert changed.conflict("max_rounds", 0) is not None and changed.conflict("max_rounds", 1) is None
+
+
+def test_the_structure_optimiser_adds_the_semantic_check_node(scripted, data_dir, tmp_path):
+    proposals = [json.dumps({"field": "timeout", "value": 7}), json.dumps({"field": "refine", "value": "semantic"})]
+    model = scripted(rewrites={"principles": [f"- {GOOD}"]}, structure=proposals)
+    with FakeOpenAI(model) as fake:
+        result = optimize(config(fake, tmp_path / "out", data_dir, structure=True, steps=3))
+    structure = result.candidates[-1]
+    assert structure.kind == "structure" and structure.change == {"refine": "semantic"} and structure.attempts == 2
+    assert structure.structure is not None and structure.structure["refine"] == "semantic"
+    asked = [r["messages"][-1]["content"] for r in fake.requests if r["_logicpipe"]["purpose"] == "structure"]
+    assert '"refine": ["error", "semantic"]' in asked[0] and "timeout=7 is not on the menu" in asked[1]
+    # Validating it ran the new node: every validation program that executed was sent for revision.
+    revised = {r["_logicpipe"]["problem"] for r in fake.requests if r["_logicpipe"]["purpose"] == "revise"}
+    assert revised & set(make_splits(config(fake, tmp_path / "cut", data_dir)).val)
+    assert structure.status in ("accepted", "rolled_back") and structure.problems == 8
