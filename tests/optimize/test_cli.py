@@ -56,6 +56,8 @@ def optimize_cli(fake, data_dir, out, *extra: str):
     (["--prompts", "logic-lm"], "Logic-LM's prompts (--prompts logic-lm) are one block of text"),
     (["--test-split", "dev"], "--test-split dev is also the train or validation split"),
     (["--test-split", "tset"], "--test-split tset: prontoqa has no such split (it has dev)"),
+    (["--objective", "speed"], "invalid option --objective: Input should be 'accuracy' or 'cost'"),
+    (["--candidates", "0"], "invalid option --candidates: Input should be greater than or equal to 1"),
 ])
 def test_bad_input_is_one_line_and_writes_nothing(extra, says, data_dir, tmp_path, capsys):
     out = tmp_path / "out"
