@@ -1,7 +1,9 @@
 """The optimisation loop: per step a forward pass on a training minibatch, the judge's losses, gradients
-backward through the pipeline, one candidate from an optimiser, and the candidate kept only if it beats
-the current state on held-out validation problems by more than noise (a paired comparison on the same
-problems). Everything is written as it happens, so a killed run resumes from the last accepted state and
+backward through the pipeline, candidates for the components the gradients blame most (blame.py; a
+demonstration is harvested from a correct run, demos.py; the others rewritten, optimizers.py), raced on
+validation by successive halving (race.py), and the survivor kept only if it beats the current state on
+held-out validation problems by more than noise, or matches it for measurably fewer tokens (--objective;
+a paired comparison on the same problems). Everything is written as it happens, so a killed run resumes from the last accepted state and
 its earlier model calls come from the cache."""
 
 from __future__ import annotations

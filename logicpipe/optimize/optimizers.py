@@ -1,7 +1,8 @@
 """The optimisers. The prompt optimiser rewrites one component of one prompt from the batch's gradients,
-under a "learning rate" that bounds how much may change; a rewrite that loses a template variable or
-carries a demonstration that does not run is sent back with the reason, up to three attempts. The
-structure optimiser proposes one change from the structure menu."""
+under a "learning rate" that bounds how much may change; a rewrite that loses a template variable is
+sent back with the reason, up to three attempts (demonstrations are harvested instead: demos.py). The
+structure optimiser proposes one change from the structure menu. Both requests are PromptSet templates
+(opt-rewrite.txt, opt-structure.txt)."""
 
 from __future__ import annotations
 
