@@ -18,6 +18,10 @@ QUESTIONS = {q["id"]: q for q in map(json.loads, (EXAMPLE / "questions.jsonl").r
 NOW = ["--percepts", str(EXAMPLE / "now.txt")]
 
 
+def as_set(bindings):
+    return sorted(json.dumps(b, sort_keys=True) for b in bindings)
+
+
 def goals_reply(question_id):
     goals = QUESTIONS[question_id.split("-")[0]]["goals"]
     return "```prolog\n" + "\n".join(goals) + "\n```" if goals else "UNANSWERABLE"
@@ -79,7 +83,8 @@ def test_ask_batch_on_the_example_kb(kbcli, tmp_path):
         for solution in first["solutions"]:
             if solution["bindings"] not in unique:
                 unique.append(solution["bindings"])
-        assert first["proved"] == expected["proved"] and unique == expected["bindings"], qid
+        # SWI-Prolog's solution set (order aside: a tabled predicate's answers come in no fixed order)
+        assert first["proved"] == expected["proved"] and as_set(unique) == as_set(expected["bindings"]), qid
         assert record["answer"] == f"ANSWER FOR {qid}" and record["addressed"] is True
         assert record["usage"]["calls"] == 2
     assert "derives requires(cs401, cs101)" in records["q01"]["context"]
