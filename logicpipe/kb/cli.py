@@ -10,10 +10,12 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from pydantic import ValidationError
 
 from ..core.errors import UsageError
 from ..llm import LLMClient, LLMSettings
 from ..prompts import PromptSet, prompts_option
+from ..stages.config import ModelOptions, invalid_options
 from .add import PROMPT, Mode, diff, edited, judge, translate_flow, write
 from .ask import AskRecord, ask_flow, vocabulary
 from .batch import Batch, BatchReport, budget, kb_sha256, run_batch
@@ -129,8 +131,18 @@ _TEMPERATURE = typer.Option(0.0, "--temperature", help="sampling temperature of 
 _MAX_TOKENS = typer.Option(1024, "--max-tokens", help="most tokens in a model reply")
 
 
-def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurrency: int) -> LLMClient:
-    return LLMClient(LLMSettings(model=model, base_url=base_url, cache_path=cache, max_concurrency=concurrency))
+def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurrency: int,
+            out: Optional[Path] = None) -> LLMClient:
+    """A client for options checked as `run` checks them (ModelOptions: the URL, the cache and the batch
+    folder can be written, the bounds), one line each, before anything is written."""
+    try:
+        options = ModelOptions.model_validate(
+            {"out": out or Path("."), "model": model, "base_url": base_url, "llm_cache": cache,
+             "max_concurrency": concurrency}, context={"writes": out is not None})
+    except ValidationError as exc:
+        raise invalid_options(exc) from None
+    return LLMClient(LLMSettings(model=model, base_url=options.base_url, cache_path=options.llm_cache,
+                                 max_concurrency=options.max_concurrency))
 
 
 def _one_or_batch(single: Optional[str], batch: Optional[Path], out: Optional[Path], what: str,
@@ -213,7 +225,7 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
         budget(max_errors, len(inputs))  # a bad --max-errors is refused before the KB loads
     with _open(kb, limits, _percepts(percept, percepts)) as base:
         words = vocabulary(base)
-        client = _client(model, base_url, llm_cache, max_concurrency)
+        client = _client(model, base_url, llm_cache, max_concurrency, out)
 
         def make_flow(item: Input) -> Flow:
             return ask_flow(base, item, settings, context, words, templates)
@@ -261,7 +273,7 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
         budget(max_errors, len(inputs))
     with _open(kb, limits, _percepts(percept, percepts)) as base:
         words = vocabulary(base)
-        client = _client(model, base_url, llm_cache, max_concurrency)
+        client = _client(model, base_url, llm_cache, max_concurrency, out)
 
         def make_flow(item: Input) -> Flow:
             return validate_flow(base, item, settings, words, templates)
