@@ -13,7 +13,7 @@ setup:
 	bash scripts/setup.sh
 
 # Two pytest workers (pytest-xdist): most tests wait on solver subprocesses, servers and the CLI, so
-# two keep both cores busy; tests sharing the Ray cluster or the browser stay on one (tests/conftest.py).
+# two keep both cores busy; tests sharing the Ray cluster or the viewer's run stay on one (tests/conftest.py).
 TEST_WORKERS ?= 2
 
 test: setup
