@@ -25,9 +25,10 @@ from .stages import PIPELINE, RunConfig, run_stages
 from .stages import Progress as StageProgress
 from .stages import baseline as run_baseline
 from .stages.config import invalid_options
+from .typer_app import App
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate.")
+app = App(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+          help="Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate.")
 # Progress and notes go to stderr; summaries and tables to stdout, so `logicpipe run ... > out.txt` keeps them.
 # Notes are never wrapped: a path cut over two lines can't be copied or matched.
 console = Console(stderr=True, soft_wrap=True)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from ..core.errors import UsageError
+from ..typer_app import App
 
 # Every `logicpipe` command loads this module to register `kb`; what the kb commands run is imported
 # inside them, so that the other commands do not pay for it at start-up.
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
     from .knowledge import KnowledgeBase, Percept
     from .prolog import ProofLimits
 
-kb_app = typer.Typer(no_args_is_help=True, help="Answer questions from, and check answers against, a Prolog KB.")
+kb_app = App(no_args_is_help=True, help="Answer questions from, and check answers against, a Prolog KB.")
 
 _FORMATS = ("text", "json", "dot", "mermaid")
 
