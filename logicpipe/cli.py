@@ -484,11 +484,21 @@ def serve_scripted(programs: Path = typer.Option(..., "--programs", help="the re
 
 @app.command("list")
 def list_() -> None:
-    """Datasets and solvers this version knows (needs no LLM)."""
+    """Datasets and the installed solvers, with the package each comes from (needs no LLM)."""
     from .data import all_datasets
+    from .solvers import registry
 
     for spec in all_datasets():
-        stdout.print(f"{spec.key:<18} {spec.name:<18} solver={spec.solver:<4} splits={','.join(spec.splits)}")
+        stdout.print(f"{spec.key:<18} {spec.name:<18} solver={spec.solver:<4} splits={','.join(spec.splits)}",
+                     markup=False, highlight=False)
+    stdout.print("solvers:", markup=False, highlight=False)
+    for entry in registry.entries().values():
+        try:  # a broken plugin is one line here; the others are still listed
+            described = str(getattr(entry.load(), "formalism", ""))
+        except PrerequisiteError as exc:
+            described = f"cannot be loaded: {exc}"
+        origin = "built-in" if entry.builtin else "plugin"
+        stdout.print(f"  {entry.name:<8} {origin:<8} {entry.package:<24} {described}", markup=False, highlight=False)
 
 
 def _fail(message: object) -> None:
