@@ -70,6 +70,7 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
 def _options(
     dataset: str = DATASET,
     task: Optional[Path] = TASK,
+    formalism: Optional[str] = typer.Option(None, "--formalism", "-f", help="run the dataset through another installed solver's formalism (e.g. asp; `logicpipe list` shows them), with its own prompt <dataset>-<formalism>"),
     split: str = typer.Option("", "--split", show_default=False, help="split to run (default: the task's first, dev for the built-ins)"),
     out: Path = typer.Option(Path("results/run"), "--out", "-o", help="run directory; files go to OUT/<dataset or task name>/"),
     data_dir: Optional[Path] = DATA_DIR,
@@ -134,7 +135,7 @@ def _invalid(exc: ValidationError) -> LogicPipeError:
 
 
 # Which options each command shows; the others keep their defaults.
-_WHERE = {"dataset", "task", "split", "out", "data_dir", "limit", "overwrite", "ids", "exclude_ids"}
+_WHERE = {"dataset", "task", "formalism", "split", "out", "data_dir", "limit", "overwrite", "ids", "exclude_ids"}
 _SOLVER = {"workers", "timeout", "memory_mb", "executor", "ray_address"}
 _LLM = {"model", "base_url", "max_concurrency", "temperature", "max_tokens", "llm_timeout", "max_retries",
         "price_prompt", "price_completion", "llm_cache", "max_errors", "prompts"}

@@ -33,6 +33,11 @@ class Entry:
     conflict: str = ""  # another package registers the same name with another target
 
     @property
+    def module(self) -> str:
+        """The module that defines the solver (what worker pools preload)."""
+        return self.target.partition(":")[0]
+
+    @property
     def builtin(self) -> bool:
         return self.package.split(" ")[0] == "logicpipe"
 
