@@ -81,3 +81,11 @@ def test_formalism_mistakes_are_one_line_before_anything_is_written(data_dir, tm
         assert fake.requests == []
     assert not (tmp_path / "logicaldeduction").exists() and not (tmp_path / "folio").exists()
     assert FILES.is_dir()
+
+
+def test_a_prose_reply_holds_no_asp_program():
+    from logicpipe.stages.replies import read_program
+
+    assert read_program("I cannot translate this problem.", "asp") is None
+    assert read_program("Here:\n```\nobject(a).\noption(a) :- object(a).\n```\n", "asp") == "object(a).\noption(a) :- object(a).\n"
+    assert read_program("rain.\nquery :- rain.\n", "asp") == "rain.\nquery :- rain.\n"
