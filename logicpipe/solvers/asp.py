@@ -17,6 +17,7 @@ rule instance that derived it, that instance's body atoms with theirs, and so on
 
 from __future__ import annotations
 
+import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,6 +42,9 @@ class Rule:
     head: Any  # the head's SymbolicAtom syntax node, or None for a choice, disjunction or constraint
     variables: list[str]
     fact: bool
+    # The texts of the head atom and of the positive body atoms (with variables), for the explanation.
+    head_text: str = ""
+    body_texts: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -149,7 +153,10 @@ class ASPSolver:
                 for literal in statement.body:  # global variables: not those local to an aggregate
                     _variables(literal, variables, skip=("BodyAggregate", "Aggregate", "ConditionalLiteral"))
             source = lines[line - 1].strip() if 0 < line <= len(lines) else str(statement)
-            program.rules.append(Rule(len(program.rules), line, source, head, variables, not len(statement.body)))
+            body = [str(literal.atom) for literal in statement.body if literal.ast_type.name == "Literal"
+                    and literal.sign == 0 and literal.atom.ast_type.name == "SymbolicAtom"] if head is not None else []
+            program.rules.append(Rule(len(program.rules), line, source, head, variables, not len(statement.body),
+                                      str(head) if head is not None else "", body))
         return program
 
     def execute(self, program: ASPProgram, limits: Limits) -> SolverResult:
@@ -307,34 +314,27 @@ def goal_tree(root: str, program: ASPProgram, cautious: set[str], witness: set[s
 def _supports(clingo: Any, program: ASPProgram, atoms: set[str]) -> dict[str, tuple[Rule, list[str]]]:
     """Derived atom -> (the rule, the body atoms of its instance), from the support atoms in `atoms`."""
     rules = {rule.index: rule for rule in program.rules}
-    statements = [s for s in program.statements if s.ast_type.name == "Rule"]
     found: dict[str, tuple[Rule, list[str]]] = {}
     for text in sorted(a for a in atoms if a.startswith(SUPPORT + "(")):
         symbol = clingo.parse_term(text)
         number, values = symbol.arguments[0].number, symbol.arguments[1].arguments
         rule = rules[number]
-        binding = dict(zip(rule.variables, values))
-        head = _ground(clingo, rule.head, binding)
-        if head in found:
-            continue
-        body = [_ground(clingo, literal.atom, binding) for literal in statements[number].body
-                if literal.ast_type.name == "Literal" and literal.sign == 0
-                and literal.atom.ast_type.name == "SymbolicAtom"]
-        found[head] = (rule, body)
+        binding = {name: str(value) for name, value in zip(rule.variables, values)}
+        head = _ground(clingo, rule.head_text, binding)
+        if head not in found:
+            found[head] = (rule, [_ground(clingo, atom, binding) for atom in rule.body_texts])
     return found
 
 
-def _ground(clingo: Any, node: Any, binding: dict[str, Any]) -> str:
-    """The text of `node` with its variables replaced by their values."""
+# A string (left alone) or a variable, in the text clingo prints for an atom.
+_VARIABLE = re.compile(r'"(?:\\.|[^"\\])*"|\b[A-Z_][A-Za-z0-9_\']*')
 
-    class Bind(clingo.ast.Transformer):  # type: ignore[misc]
-        def visit_Variable(self, variable: Any) -> Any:  # noqa: N802 - clingo's naming
-            value = binding.get(variable.name)
-            return variable if value is None else clingo.ast.SymbolicTerm(variable.location, value)
 
-    text = str(Bind()(node))
-    try:  # clingo's spelling of the atom (arithmetic evaluated), as answer sets show it
+def _ground(clingo: Any, text: str, binding: dict[str, str]) -> str:
+    """The atom `text` with its variables replaced by their values, spelt as answer sets show it
+    (arithmetic evaluated); left as it is where a variable has no value (an anonymous one)."""
+    text = _VARIABLE.sub(lambda m: binding.get(m.group(0), m.group(0)), text)
+    try:
         return str(clingo.parse_term(text, logger=lambda _code, _message: None))
-    except RuntimeError:  # an anonymous variable is left: no atom of an answer set
+    except RuntimeError:
         return text
-
