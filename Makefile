@@ -7,13 +7,13 @@ WORKERS ?= 2
 # Tests and CI read Logic-LM's files from ../shared/logic-lm unless LOGICPIPE_DATA says otherwise.
 export LOGICPIPE_DATA ?= $(if $(wildcard ../shared/logic-lm/data),$(abspath ../shared/logic-lm),)
 
-.PHONY: setup test test-all test-llm check lint table3 table2 reproduce benchmark clean docs docs-cli
+.PHONY: setup test test-all test-llm test-llm-smoke check lint table3 table2 reproduce benchmark clean docs docs-cli
 
 setup:
 	bash scripts/setup.sh
 
 # Two pytest workers (pytest-xdist): most tests wait on solver subprocesses, servers and the CLI, so
-# two keep both cores busy; tests sharing the Ray cluster or the browser stay on one (tests/conftest.py).
+# two keep both cores busy; tests sharing the Ray cluster or the viewer's run stay on one (tests/conftest.py).
 TEST_WORKERS ?= 2
 
 test: setup
@@ -25,7 +25,12 @@ test-all: setup
 # The real-model tests: SmolLM2-135M on a local llama.cpp server (scripts/llm-setup.sh installs it).
 test-llm: setup
 	bash scripts/llm-setup.sh
-	$(PY) -m pytest -q -m llm
+	$(PY) -m pytest -q -m "llm and not smoke"
+
+# A few minutes of the same: one llama.cpp server, a few constrained problems per formalism (CI runs it).
+test-llm-smoke: setup
+	bash scripts/llm-setup.sh
+	$(PY) -m pytest -q -m smoke tests/real
 
 lint: setup
 	$(BIN)/ruff check logicpipe tests scripts

@@ -24,9 +24,11 @@ from .report.render import render_baseline_summary, render_explanation, render_s
 from .stages import PIPELINE, RunConfig, run_stages
 from .stages import Progress as StageProgress
 from .stages import baseline as run_baseline
+from .stages.config import invalid_options
+from .typer_app import App
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate.")
+app = App(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+          help="Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate.")
 # Progress and notes go to stderr; summaries and tables to stdout, so `logicpipe run ... > out.txt` keeps them.
 # Notes are never wrapped: a path cut over two lines can't be copied or matched.
 console = Console(stderr=True, soft_wrap=True)
@@ -111,7 +113,7 @@ def _options(
     try:
         return RunConfig(**values)
     except ValidationError as exc:
-        raise _invalid(exc) from None
+        raise invalid_options(exc) from None
 
 
 def _id_file(path: Path | None, option: str) -> list[str] | None:
@@ -124,14 +126,6 @@ def _id_file(path: Path | None, option: str) -> list[str] | None:
         raise LogicPipeError(f"{option} {path}: cannot read it ({exc.__class__.__name__}: "
                              f"{getattr(exc, 'strerror', None) or exc})") from None
     return [line.strip() for line in text.splitlines() if line.strip()]
-
-
-def _invalid(exc: ValidationError) -> LogicPipeError:
-    """One line for options that a config model refused."""
-    first = exc.errors()[0]
-    where = ".".join(map(str, first["loc"])).replace("_", "-")
-    message = str(first["msg"]).removeprefix("Value error, ")
-    return LogicPipeError(f"invalid option{' --' + where if where else ''}: {message}")
 
 
 # Which options each command shows; the others keep their defaults.
@@ -397,7 +391,7 @@ def optimize(
     try:
         config = OptimizeConfig(**values)
     except ValidationError as exc:
-        raise _invalid(exc) from None
+        raise invalid_options(exc) from None
     try:
         result = run_optimize(config, progress=lambda note: console.print(note, markup=False, highlight=False,
                                                                                soft_wrap=True))
@@ -536,7 +530,7 @@ def main(argv: list[str] | None = None) -> None:
         _fail(exc)
         sys.exit(2)
     except ValidationError as exc:  # a config built by a command other than the run commands
-        _fail(_invalid(exc))
+        _fail(invalid_options(exc))
         sys.exit(2)
     except Exception as exc:  # noqa: BLE001 - the last boundary: one line, records already written stay
         if os.environ.get("LOGICPIPE_DEBUG"):

@@ -64,10 +64,11 @@ def program(dataset_file: str, data: Path, problem_id: str) -> str:
 
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (make test runs two workers), tests that share one costly session resource
-    stay on one worker: the Ray cluster, and the headless browser."""
+    stay on one worker: the Ray cluster, and the viewer's run (about 10 s to make) with the headless
+    browser that reads it."""
     for item in items:
         path = str(item.path)
         if "/tests/run/test_ray" in path:
             item.add_marker(pytest.mark.xdist_group("ray"))
-        elif "/tests/report/viewer/" in path and item.get_closest_marker("browser"):
-            item.add_marker(pytest.mark.xdist_group("browser"))
+        elif "/tests/report/viewer/" in path:
+            item.add_marker(pytest.mark.xdist_group("viewer"))

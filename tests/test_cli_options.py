@@ -39,6 +39,29 @@ def test_flags_are_shown_as_flags():
         assert lines and not [line for line in lines if "<bool>" in line], lines
 
 
+def test_no_help_page_shows_a_flag_as_bool():
+    """Every command's help, --help itself included (typer 0.29 renders its type unless told not to)."""
+    import typer.main
+    from typer.testing import CliRunner
+
+    from logicpipe.cli import app
+
+    paths: list[list[str]] = [[]]
+
+    def walk(command, path):
+        for name, sub in getattr(command, "commands", {}).items():
+            paths.append([*path, name])
+            walk(sub, [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    assert ["kb", "prove"] in paths and ["run"] in paths
+    runner = CliRunner()
+    for path in paths:
+        result = runner.invoke(app, [*path, "--help"], env={"TERMINAL_WIDTH": "200"})
+        assert result.exit_code == 0, (path, result.output)
+        assert "--help" in result.output and "<bool>" not in result.output, (path, result.output)
+
+
 def test_piped_output_is_not_wrapped(data_dir, tmp_path):
     # A run folder deep enough that its metrics line is far past 80 columns.
     out = tmp_path / ("a-folder-name-long-enough-to-pass-eighty-columns-" * 2) / "run"

@@ -65,7 +65,9 @@ def test_llm_failure_is_a_record_not_a_crash(data_dir, tmp_path):
     assert metrics["failures"]["llm"] == 1 and metrics["total"] == 3 and metrics["executed"] == 2
 
 
-@pytest.mark.parametrize("dataset", ["logicaldeduction", "prontoqa", "folio", "ar-lsat"])
+# Two formalisms in `make test`; the others under -m slow (the same code path with other solvers).
+@pytest.mark.parametrize("dataset", ["logicaldeduction", "prontoqa", pytest.param("folio", marks=pytest.mark.slow),
+                                     pytest.param("ar-lsat", marks=pytest.mark.slow)])
 def test_refinement_turns_a_broken_program_into_an_executed_one(dataset, data_dir, tmp_path):
     from logicpipe.solvers import execute_task
 

@@ -7,10 +7,13 @@ import sys
 import sysconfig
 import venv
 
+import pytest
+
 from logicpipe.testing import FakeOpenAI, ScriptedReplies
 from tests.conftest import ROOT
 
 
+@pytest.mark.slow  # builds a wheel and a venv
 def test_a_wheel_installed_in_a_clean_venv_formulates_with_a_model(tmp_path, data_dir):
     dist = tmp_path / "dist"
     subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(dist),

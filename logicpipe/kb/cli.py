@@ -5,43 +5,49 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import asdict
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from ..core.errors import UsageError
-from ..llm import LLMClient, LLMSettings
-from ..prompts import PromptSet, prompts_option
-from .add import PROMPT, Mode, diff, edited, judge, translate_flow, write
-from .ask import AskRecord, ask_flow, vocabulary
-from .batch import Batch, BatchReport, budget, kb_sha256, run_batch
-from .check import check_kb
-from .flow import Flow, Input, Settings, read_inputs, run_flows
-from .knowledge import KnowledgeBase, Percept, parse_percept, read_percepts
-from .prolog import ProofLimits
-from .render import dot, mermaid, text_result, text_tree
-from .validate import ValidateRecord, validate_flow
+from ..typer_app import App
 
-kb_app = typer.Typer(no_args_is_help=True, help="Answer questions from, and check answers against, a Prolog KB.")
+# Every `logicpipe` command loads this module to register `kb`; what the kb commands run is imported
+# inside them, so that the other commands do not pay for it at start-up.
+if TYPE_CHECKING:
+    from ..llm import LLMClient
+    from ..prompts import PromptSet
+    from .add import Mode
+    from .batch import Batch, BatchReport
+    from .flow import Flow, Input, Settings
+    from .knowledge import KnowledgeBase, Percept
+    from .prolog import ProofLimits
+
+kb_app = App(no_args_is_help=True, help="Answer questions from, and check answers against, a Prolog KB.")
 
 _FORMATS = ("text", "json", "dot", "mermaid")
 
 
 def _limits(depth: int, inferences: int, seconds: float, memory_mb: int, max_solutions: int) -> ProofLimits:
+    from .prolog import ProofLimits
+
     if min(depth, inferences, memory_mb, max_solutions) < 1 or seconds <= 0:
         raise UsageError("--depth, --inferences, --time, --memory-mb and --max-solutions must be positive")
     return ProofLimits(depth, inferences, seconds, memory_mb, max_solutions)
 
 
 def _percepts(percept: list[str], percepts_file: Optional[Path]) -> list[Percept]:
+    from .knowledge import parse_percept, read_percepts
+
     found = read_percepts(percepts_file) if percepts_file else []
     return found + [parse_percept(p) for p in percept]
 
 
 def _open(path: Path, limits: ProofLimits, percepts: list[Percept]) -> KnowledgeBase:
     """A KB that loads without errors; its warnings are shown, not dropped."""
+    from .knowledge import KnowledgeBase
+
     base = KnowledgeBase(path, limits, percepts)
     try:
         base.require_clean()
@@ -70,6 +76,8 @@ def check(kb: list[Path] = typer.Argument(..., help="KB files, or folders whose 
     """Load each KB in an isolated SWI-Prolog and report what its own checks find: load errors, undefined
     procedures, unreachable, discontiguous and duplicate clauses, left recursion; list the predicates.
     Exit 1 when a KB does not load or calls an undefined procedure."""
+    from .check import check_kb
+
     if format not in ("text", "json"):
         raise UsageError("--format must be text or json")
     if time <= 0 or memory_mb < 1:
@@ -96,6 +104,8 @@ def prove(kb: Path = typer.Argument(..., help="KB file or folder"),
           max_solutions: int = _SOLUTIONS, percept: list[str] = _PERCEPT,
           percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
     """Backward-chain each goal through the KB; print bindings and goal trees. Exit 1 if one fails."""
+    from .render import dot, mermaid, text_result
+
     if format not in _FORMATS:
         raise UsageError(f"--format must be one of {', '.join(_FORMATS)}")
     limits = _limits(depth, inferences, time, memory_mb, max_solutions)
@@ -129,8 +139,23 @@ _TEMPERATURE = typer.Option(0.0, "--temperature", help="sampling temperature of 
 _MAX_TOKENS = typer.Option(1024, "--max-tokens", help="most tokens in a model reply")
 
 
-def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurrency: int) -> LLMClient:
-    return LLMClient(LLMSettings(model=model, base_url=base_url, cache_path=cache, max_concurrency=concurrency))
+def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurrency: int,
+            out: Optional[Path] = None) -> LLMClient:
+    """A client for options checked as `run` checks them (ModelOptions: the URL, the cache and the batch
+    folder can be written, the bounds), one line each, before anything is written."""
+    from pydantic import ValidationError
+
+    from ..llm import LLMClient, LLMSettings
+    from ..stages.config import ModelOptions, invalid_options
+
+    try:
+        options = ModelOptions.model_validate(
+            {"out": out or Path("."), "model": model, "base_url": base_url, "llm_cache": cache,
+             "max_concurrency": concurrency}, context={"writes": out is not None})
+    except ValidationError as exc:
+        raise invalid_options(exc) from None
+    return LLMClient(LLMSettings(model=model, base_url=options.base_url, cache_path=options.llm_cache,
+                                 max_concurrency=options.max_concurrency))
 
 
 def _one_or_batch(single: Optional[str], batch: Optional[Path], out: Optional[Path], what: str,
@@ -148,6 +173,8 @@ def _one_or_batch(single: Optional[str], batch: Optional[Path], out: Optional[Pa
 
 
 def _prompts(folder: Optional[str], used: tuple[str, ...]) -> PromptSet:
+    from ..prompts import PromptSet, prompts_option
+
     prompts = PromptSet(prompts_option(folder))
     prompts.check_overrides(list(used))
     for prompt_id in used:
@@ -158,6 +185,8 @@ def _prompts(folder: Optional[str], used: tuple[str, ...]) -> PromptSet:
 def _single(client: LLMClient, batch: Batch, item: Input, make_flow: Callable[[Input], Flow],
             percepts: list[Percept]) -> Any:
     """One input's record, made as a batch makes it (a failure is its error record)."""
+    from .flow import run_flows
+
     records: list[Any] = []
     try:
         run_flows(client, [(item.id, make_flow(item))], records.append,
@@ -168,12 +197,16 @@ def _single(client: LLMClient, batch: Batch, item: Input, make_flow: Callable[[I
 
 
 def _identity(kb: Path, inputs: Path, stage: str, fields: dict[str, Any]) -> dict[str, Any]:
+    from .batch import kb_sha256
+
     return {"kb": kb.name, "kb_sha256": kb_sha256(kb), "inputs": inputs.name, "stages": {stage: fields}}
 
 
 def _model_fields(model: str, base_url: Optional[str], settings: Settings, prompts: PromptSet,
                   used: tuple[str, ...], limits: ProofLimits, percepts: list[Percept]) -> dict[str, Any]:
     """What decides a batch's records besides the KB and its inputs."""
+    from dataclasses import asdict
+
     return {"model": model, "base_url": base_url, "temperature": settings.temperature,
             "max_tokens": settings.max_tokens, "prompts": prompts.identity(*used),
             "limits": asdict(limits), "percepts": [str(p) for p in percepts]}
@@ -183,8 +216,6 @@ def _report(out: Path, report: BatchReport) -> None:
     typer.echo(f"{out}: {report.total} records ({report.new} new, {report.errors} with errors)", err=True)
 
 
-_ASK = Batch("ask", AskRecord, "question")
-_VALIDATE = Batch("validate", ValidateRecord, "answer")
 
 
 @kb_app.command()
@@ -201,6 +232,12 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
         max_solutions: int = _SOLUTIONS, percept: list[str] = _PERCEPT,
         percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
     """Answer questions grounded in the KB: goals, proofs, context, then the model's answer."""
+    from .ask import AskRecord, ask_flow, vocabulary
+    from .batch import Batch, budget, run_batch
+    from .flow import Input, Settings, read_inputs
+    from .render import text_result
+
+    batch = Batch("ask", AskRecord, "question")
     _one_or_batch(question, questions, out, "question", format)
     if context not in ("template", "model"):
         raise UsageError("--context must be template or model")
@@ -213,18 +250,18 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
         budget(max_errors, len(inputs))  # a bad --max-errors is refused before the KB loads
     with _open(kb, limits, _percepts(percept, percepts)) as base:
         words = vocabulary(base)
-        client = _client(model, base_url, llm_cache, max_concurrency)
+        client = _client(model, base_url, llm_cache, max_concurrency, out)
 
         def make_flow(item: Input) -> Flow:
             return ask_flow(base, item, settings, context, words, templates)
 
         if questions is None:
-            record = _single(client, _ASK, Input(id="cli", text=question or ""), make_flow, base.percepts)
+            record = _single(client, batch, Input(id="cli", text=question or ""), make_flow, base.percepts)
         else:
             assert out is not None
             fields = {**_model_fields(model, base_url, settings, templates, used, limits, base.percepts),
                       "context": context}
-            _report(out, run_batch(_ASK, out, inputs, _identity(kb, questions, "ask", fields), client, make_flow,
+            _report(out, run_batch(batch, out, inputs, _identity(kb, questions, "ask", fields), client, make_flow,
                                    percepts=fields["percepts"], overwrite=overwrite, max_errors=max_errors))
             return
     if format == "json":
@@ -251,6 +288,13 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
              depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
              percept: list[str] = _PERCEPT, percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
     """Check an answer claim by claim against the KB; valid only when every claim is true."""
+    from .ask import vocabulary
+    from .batch import Batch, budget, run_batch
+    from .flow import Input, Settings, read_inputs
+    from .render import text_tree
+    from .validate import ValidateRecord, validate_flow
+
+    batch = Batch("validate", ValidateRecord, "answer")
     _one_or_batch(answer, answers, out, "answer", format)
     used = ("kb-claims",)
     templates = _prompts(prompts, used)
@@ -261,17 +305,17 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
         budget(max_errors, len(inputs))
     with _open(kb, limits, _percepts(percept, percepts)) as base:
         words = vocabulary(base)
-        client = _client(model, base_url, llm_cache, max_concurrency)
+        client = _client(model, base_url, llm_cache, max_concurrency, out)
 
         def make_flow(item: Input) -> Flow:
             return validate_flow(base, item, settings, words, templates)
 
         if answers is None:
-            record = _single(client, _VALIDATE, Input(id="cli", text=answer or ""), make_flow, base.percepts)
+            record = _single(client, batch, Input(id="cli", text=answer or ""), make_flow, base.percepts)
         else:
             assert out is not None
             fields = _model_fields(model, base_url, settings, templates, used, limits, base.percepts)
-            _report(out, run_batch(_VALIDATE, out, inputs, _identity(kb, answers, "validate", fields), client,
+            _report(out, run_batch(batch, out, inputs, _identity(kb, answers, "validate", fields), client,
                                    make_flow, percepts=fields["percepts"], overwrite=overwrite,
                                    max_errors=max_errors))
             return
@@ -322,6 +366,12 @@ def retract(kb: Path = typer.Argument(..., help="KB file or folder to change"),
 def _change(kb: Path, statement: Optional[str], facts: list[str], mode: Mode, yes: bool, dry_run: bool,
             model: Optional[str], base_url: Optional[str], llm_cache: Optional[Path],
             prompts_dir: Optional[str]) -> None:
+    from ..prompts import PromptSet, prompts_option
+    from .add import PROMPT, diff, edited, judge, translate_flow, write
+    from .ask import vocabulary
+    from .flow import Settings, run_flows
+    from .prolog import ProofLimits
+
     if statement is None and not facts:
         raise UsageError("give a statement (with --model) or facts with --fact")
     if statement is not None and model is None:

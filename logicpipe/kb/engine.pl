@@ -151,7 +151,13 @@ table_left_recursion :-
              \+ predicate_property(kb:H, tabled), \+ predicate_property(kb:H, dynamic),
              \+ has_cut(H),
              reaches(left_edge, N/A, N/A) ),
-           ( table(kb:N/A), assertz(auto_tabled(N, A)) )).
+           ( table_home(N, A), assertz(auto_tabled(N, A)) )).
+
+% Tables N/A where it is defined: in kb, or in the module of a module KB that kb imports it from
+% (tabling kb:N/A there would replace the import with an empty definition).
+table_home(N, A) :-
+    functor(H, N, A),
+    (   predicate_property(kb:H, imported_from(M)) -> table(M:N/A) ; table(kb:N/A) ).
 
 % A recursive predicate that calls an automatically tabled one is tabled too: the tabled predicate's
 % answers come in the table's order, not the clauses', so a depth-first recursion over them (such as
@@ -163,7 +169,7 @@ table_recursive_callers :-
         \+ has_cut(H),
         call_edge(N/A, M/B), auto_tabled(M, B),
         reaches(call_edge, N/A, N/A)
-    ->  table(kb:N/A), assertz(auto_tabled(N, A)),
+    ->  table_home(N, A), assertz(auto_tabled(N, A)),
         table_recursive_callers
     ;   true
     ).

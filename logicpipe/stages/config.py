@@ -9,9 +9,17 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
-from ..core.errors import DataError
+from ..core.errors import DataError, LogicPipeError
 from ..data import load_programs
 from ..data.registry import DatasetSpec, get_dataset, load_task_file, solver_name
 from ..run.folder import allowed_errors
@@ -156,6 +164,14 @@ class TaskOptions(ModelOptions):
     @property
     def spec(self) -> DatasetSpec:
         return load_task_file(self.task) if self.task is not None else get_dataset(self.dataset)
+
+
+def invalid_options(exc: ValidationError) -> LogicPipeError:
+    """One line for options that an options model refused."""
+    first = exc.errors()[0]
+    where = ".".join(map(str, first["loc"])).replace("_", "-")
+    message = str(first["msg"]).removeprefix("Value error, ")
+    return LogicPipeError(f"invalid option{' --' + where if where else ''}: {message}")
 
 
 def finite(value: float | None) -> float | None:

@@ -305,3 +305,29 @@ def test_validate_gives_unknown_when_the_engine_cannot_run_the_goal(kb):
         assert judge(base, "it holds", "broken").verdict == "unknown"
         assert judge(base, "d has an edge", "edge(d, _)").verdict == "not derivable"
         assert judge(base, "shell", "shell(x)").verdict == "untranslatable"
+
+
+MODULE_KB = """\
+:- module(family, [parent/2, ancestor/2, holds/1]).
+parent(tom, bob). parent(bob, ann). parent(ann, joe).
+ancestor(X, Y) :- parent(X, Y).
+ancestor(X, Y) :- ancestor(X, Z), parent(Z, Y).
+holds(G) :- call(G).
+"""
+
+
+def test_a_module_kb_answers_as_swipl_tabling_its_left_recursion_and_keeps_the_sandbox(kbcli, tmp_path):
+    kb = tmp_path / "family.pl"
+    kb.write_text(MODULE_KB)
+    marker = tmp_path / "M"
+    [anc, neg, evil] = prove(kbcli, kb, "ancestor(tom, X)", "\\+ ancestor(joe, tom)",
+                             f"holds(shell('touch {marker}'))")
+    # The oracle: plain swipl on the same file, with the left-recursive predicate tabled by hand.
+    goal = (f"use_module('{kb}'), table(family:ancestor/2), findall(X, ancestor(tom, X), L), "
+            "msort(L, S), print(S), nl")
+    done = subprocess.run([swipl_path(), "-q", "-g", goal, "-t", "halt"], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert "[" + ",".join(sorted(s["bindings"]["X"] for s in anc["solutions"])) + "]" == done.stdout.strip()
+    assert anc["status"] == "proved" and neg["status"] == "proved"
+    assert evil["status"] == "unknown" and not marker.exists()

@@ -167,8 +167,8 @@ def _check_released(data_dir, language, recognisers, every):
 
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_released_programs_sample(language, recognisers, data_dir):
-    """Every fifteenth released program (the whole set runs under -m slow)."""
-    _check_released(data_dir, language, recognisers, every=15)
+    """Every thirtieth released program (the whole set runs under -m slow)."""
+    _check_released(data_dir, language, recognisers, every=30)
 
 
 @pytest.mark.slow

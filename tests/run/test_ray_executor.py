@@ -7,6 +7,9 @@ from logicpipe.run.pool import SolverCall
 from logicpipe.run.ray_executor import RayExecutor
 from tests.run.test_pool import GOOD, HOG, LOOP
 
+# Ray starts a cluster (~10 s) and notices dead workers slowly: under `make test-all`, not `make test`.
+pytestmark = pytest.mark.slow
+
 MISBEHAVE = "tests.run.targets:misbehave"
 
 
