@@ -166,11 +166,15 @@ class ASPSolver:
         control = clingo.Control(["--models=0"], logger=lambda _code, message: messages.append(message.strip()))
         if program.optimise:
             control.configuration.solve.opt_mode = "optN"
+        try:  # the explanation's copies of the rules; a rule clingo prints in a form it cannot read back
+            support = _support_rules(clingo, program)  # costs the goal tree its rule instances, not the answer
+        except RuntimeError:
+            support = []
         try:
             with clingo.ast.ProgramBuilder(control) as builder:
                 for statement in program.statements:
                     builder.add(statement)
-                for rule in _support_rules(clingo, program):
+                for rule in support:
                     builder.add(rule)
             control.ground([("base", [])])
         except RuntimeError as exc:

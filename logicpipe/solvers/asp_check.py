@@ -31,7 +31,7 @@ MAX_PROGRAM_CHARS = 100_000
 # Nodes of a syntax tree walked at most (a wide program is refused rather than walked for long); the
 # walk is iterative, so no depth of nesting reaches Python's recursion limit.
 MAX_NODES = 200_000
-_TOKEN = re.compile(r'%\*.*?\*%|%[^\n]*|"(?:\\.|[^"\\\n])*"|#\s*([A-Za-z_]\w*)|@\s*[A-Za-z_]', re.S)
+_TOKEN = re.compile(r'%\*.*?\*%|%[^\n]*|"(?:\\.|[^"\\\n])*"|#\s*([A-Za-z_]\w*)|@\s*[a-z_]', re.S)
 _CLINGO_MESSAGE = re.compile(r"^<[^>]*>:(\d+):(\d+)(?:-\d+(?::\d+)?)?:\s*(?:error:\s*)?(.*)$")
 
 

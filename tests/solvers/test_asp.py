@@ -79,6 +79,9 @@ def test_clingo_itself_would_read_an_included_file(tmp_path):
 def test_directives_in_comments_and_strings_are_data():
     answered = solve('% #script (python) in a comment\n%* #include "x" *%\nname("#include @f").\noption(a) :- name(_).\n')
     assert answered.verdict == "A", answered.error
+    # '@' before a priority (a number or a variable) is weak-constraint syntax, not a call.
+    weighted = solve("c(1, 2, 1).\n{ p }.\n:~ p. [1@2]\n#minimize { W@P, X : c(X, W, P), p }.\noption(a) :- not p.\n")
+    assert weighted.verdict == "A", weighted.error
 
 
 def test_clingo_errors_are_located_for_refinement():
