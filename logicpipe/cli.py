@@ -72,6 +72,7 @@ def _main(version: bool = typer.Option(False, "--version", callback=_version, is
 def _options(
     dataset: str = DATASET,
     task: Optional[Path] = TASK,
+    formalism: Optional[str] = typer.Option(None, "--formalism", "-f", help="run the dataset through another installed solver's formalism (e.g. asp; `logicpipe list` shows them), with its own prompt <dataset>-<formalism>"),
     split: str = typer.Option("", "--split", show_default=False, help="split to run (default: the task's first, dev for the built-ins)"),
     out: Path = typer.Option(Path("results/run"), "--out", "-o", help="run directory; files go to OUT/<dataset or task name>/"),
     data_dir: Optional[Path] = DATA_DIR,
@@ -128,7 +129,7 @@ def _id_file(path: Path | None, option: str) -> list[str] | None:
 
 
 # Which options each command shows; the others keep their defaults.
-_WHERE = {"dataset", "task", "split", "out", "data_dir", "limit", "overwrite", "ids", "exclude_ids"}
+_WHERE = {"dataset", "task", "formalism", "split", "out", "data_dir", "limit", "overwrite", "ids", "exclude_ids"}
 _SOLVER = {"workers", "timeout", "memory_mb", "executor", "ray_address"}
 _LLM = {"model", "base_url", "max_concurrency", "temperature", "max_tokens", "llm_timeout", "max_retries",
         "price_prompt", "price_completion", "llm_cache", "max_errors", "prompts"}
@@ -480,11 +481,21 @@ def serve_scripted(programs: Path = typer.Option(..., "--programs", help="the re
 
 @app.command("list")
 def list_() -> None:
-    """Datasets and solvers this version knows (needs no LLM)."""
+    """Datasets and the installed solvers, with the package each comes from (needs no LLM)."""
     from .data import all_datasets
+    from .solvers import registry
 
     for spec in all_datasets():
-        stdout.print(f"{spec.key:<18} {spec.name:<18} solver={spec.solver:<4} splits={','.join(spec.splits)}")
+        stdout.print(f"{spec.key:<18} {spec.name:<18} solver={spec.solver:<4} splits={','.join(spec.splits)}",
+                     markup=False, highlight=False)
+    stdout.print("solvers:", markup=False, highlight=False)
+    for entry in registry.entries().values():
+        try:  # a broken plugin is one line here; the others are still listed
+            described = str(getattr(entry.load(), "formalism", ""))
+        except PrerequisiteError as exc:
+            described = f"cannot be loaded: {exc}"
+        origin = "built-in" if entry.builtin else "plugin"
+        stdout.print(f"  {entry.name:<8} {origin:<8} {entry.package:<24} {described}", markup=False, highlight=False)
 
 
 def _fail(message: object) -> None:

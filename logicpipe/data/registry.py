@@ -15,9 +15,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from ..core.errors import DataError, PrerequisiteError, UsageError, did_you_mean
 from ..core.task import AnswerSpace
 
-SOLVERS = ("lp", "fol", "csp", "smt")
-FORMALISMS = {"lp": "lp", "logic-programming": "lp", "fol": "fol", "first-order-logic": "fol", "csp": "csp",
-              "smt": "smt"}
+# Long spellings of the built-in solvers' names; any installed solver's name (solvers/registry.py) is valid.
+ALIASES = {"logic-programming": "lp", "first-order-logic": "fol", "answer-set-programming": "asp"}
 _PAPER_ORDER = ("prontoqa", "proofwriter", "folio", "logicaldeduction", "ar-lsat")
 Format = Literal["logic-lm", "jsonl", "csv", "json", "hf"]
 
@@ -75,10 +74,7 @@ class DatasetSpec(BaseModel):
     @field_validator("solver", mode="before")
     @classmethod
     def _solver(cls, value: object) -> object:
-        if isinstance(value, str) and value.lower() not in FORMALISMS:
-            raise ValueError(f"unknown formalism '{value}'{did_you_mean(value.lower(), list(FORMALISMS))}; "
-                             f"choose from {', '.join(SOLVERS)}")
-        return FORMALISMS[value.lower()] if isinstance(value, str) else value
+        return solver_name(value) if isinstance(value, str) else value
 
     def model_post_init(self, context: object) -> None:
         self.title = self.title or self.key
@@ -99,6 +95,20 @@ class DatasetSpec(BaseModel):
         """A path of the task file, relative to the file's folder."""
         chosen = Path(path).expanduser()
         return chosen if chosen.is_absolute() or self.base is None else self.base / chosen
+
+
+def solver_name(value: str) -> str:
+    """An installed solver's name (or a long spelling of a built-in's); ValueError naming those installed."""
+    from ..solvers import registry
+
+    name = ALIASES.get(value.lower(), value.lower())
+    installed = registry.names()
+    if not installed:
+        registry.find(name)  # PrerequisiteError: logicpipe is installed without its entry points
+    if name not in installed:
+        raise ValueError(f"unknown formalism '{value}'{did_you_mean(name, installed + list(ALIASES))}; "
+                         f"choose from {', '.join(installed)}")
+    return name
 
 
 def _normalise(name: str) -> str:

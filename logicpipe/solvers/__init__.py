@@ -1,33 +1,30 @@
-"""Solver registry: one module per formalism, found by name, loaded lazily."""
+"""Solvers: one module per formalism behind one interface (base.Solver), found by name among the
+installed entry points (registry.py) and loaded on first use."""
 
 from __future__ import annotations
 
-import importlib
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import LogicPipeError, ProgramParseError, UsageError, did_you_mean
+from ..core.errors import LogicPipeError, PrerequisiteError, ProgramParseError
 from ..core.jsonl import LONE_SURROGATE
 from ..core.records import ErrorCategory, StageError, stage_error
+from . import registry
 from .base import Limits, Solver, SolverResult, map_answer
 
 __all__ = ["Limits", "Solver", "SolverOutcome", "SolverResult", "execute_task", "get_solver", "map_answer"]
 
-_REGISTRY = {
-    "csp": "logicpipe.solvers.csp:CSPSolver",
-    "lp": "logicpipe.solvers.lp:LPSolver",
-    "fol": "logicpipe.solvers.fol:FOLSolver",
-    "smt": "logicpipe.solvers.smt:SMTSolver",
-}
-
-
 def get_solver(name: str) -> Solver:
-    target = _REGISTRY.get(name)
-    if target is None:
-        raise UsageError(f"unknown solver '{name}'{did_you_mean(name, list(_REGISTRY))}; "
-                         f"choose from {', '.join(_REGISTRY)}")
-    module, _, cls = target.partition(":")
-    return getattr(importlib.import_module(module), cls)()
+    """A new instance of the solver registered as `name`; UsageError for an unknown name, PrerequisiteError
+    (one line naming the plugin) for one that cannot be loaded or made."""
+    entry = registry.find(name)
+    cls = entry.load()
+    try:
+        solver: Solver = cls()
+    except Exception as exc:  # noqa: BLE001 - a plugin's constructor failing is that plugin's: one line
+        raise PrerequisiteError(f"solver plugin '{name}' ({entry.package}) cannot be made: "
+                                f"{type(exc).__name__}: {exc}") from None
+    return solver
 
 
 @dataclass

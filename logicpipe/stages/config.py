@@ -21,7 +21,7 @@ from pydantic import (
 
 from ..core.errors import DataError, LogicPipeError
 from ..data import load_programs
-from ..data.registry import DatasetSpec, get_dataset, load_task_file
+from ..data.registry import DatasetSpec, get_dataset, load_task_file, solver_name
 from ..run.folder import allowed_errors
 
 Backup = Literal["random", "cot", "none"]
@@ -126,9 +126,27 @@ class TaskOptions(ModelOptions):
 
     dataset: str = ""  # a built-in dataset, or ...
     task: Path | None = None  # ... a task file describing the user's own
+    # Another installed solver's formalism than the task's own (run -d logicaldeduction --formalism asp):
+    # its own prompt (<prompt>-<formalism>.txt), grammar and solver; None or the task's own: the task's.
+    formalism: str | None = None
     data_dir: Path | None = None
     seed: int = 0
     workers: int = Field(default=1, ge=1, le=256)
+
+    @field_validator("formalism")
+    @classmethod
+    def _formalism(cls, value: str | None) -> str | None:
+        return solver_name(value) if value else None
+
+    @property
+    def solver(self) -> str:
+        """The solver the run uses: --formalism, else the task's."""
+        return self.formalism or self.spec.solver
+
+    @property
+    def other_formalism(self) -> str | None:
+        """--formalism when it is not the task's own (it changes the prompt and the run's identity)."""
+        return self.formalism if self.formalism and self.formalism != self.spec.solver else None
 
     @field_validator("seed")
     @classmethod

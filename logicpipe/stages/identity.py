@@ -87,6 +87,8 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
         wanted["task"] = ctx.task.definition
         if ctx.config.task is not None:  # where `view` and `explain` find the task (not part of identity)
             wanted["task_file"] = str(ctx.config.task.expanduser().resolve())
+    if ctx.config.other_formalism is not None:  # absent for the task's own, so older run.json files still match
+        wanted["formalism"] = ctx.config.other_formalism
     if ctx.config.ids is not None:  # a chosen subset (an optimiser's minibatch): only that subset resumes here
         wanted["ids"] = text_sha(*sorted(ctx.config.ids))
     if ctx.config.exclude_ids is not None:  # likewise: the split less these
@@ -98,5 +100,5 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
     recorded = folder.recorded().get("stages", {})
     # Nothing was refined yet: a run may now add a refinement model.
     unrefined = recorded.get("refine") == {"model": None} and not any(folder.path.glob("refine-*.jsonl"))
-    return folder.settle(wanted, always=("ids", "exclude_ids"), fresh=("refine",) if unrefined else (),
+    return folder.settle(wanted, always=("ids", "exclude_ids", "formalism"), fresh=("refine",) if unrefined else (),
                          notes=("task_file",))

@@ -19,19 +19,24 @@ from ..solvers.sections import quote, split_comment
 # `Name:` (before any ::: comment). An SMT program's sections are `# Declarations` and the like instead.
 _HEADERS = {"lp": set(lp.SECTIONS), "fol": {*fol.SECTIONS, "Conclusions"}, "csp": set(csp.SECTIONS)}
 _SMT_HEADER = re.compile(r"^\s*#+\s*(?:declarations|constraints|options)\s*$", re.IGNORECASE)
+# An ASP program has no headers; it states its answer with an option/1 or query rule (solvers/asp.py).
+_ASP_ANSWER = re.compile(r"^\s*(?:option\s*\(|query\s*(?::-|\.))", re.MULTILINE)
 
 NO_PROGRAM = "the reply holds no program"
 
 
 def read_program(text: str, solver: str) -> str | None:
     """The program a reply holds, or None when it holds none: it is empty, or prose without one of the
-    formalism's section headers (`Facts:`, `Premises:`, `Variables:`, `# Declarations`, ...)."""
+    formalism's section headers (`Facts:`, `Premises:`, `Variables:`, `# Declarations`, ...), or for
+    ASP, without a rule stating the answer (`option(a) :- ...`, `query :- ...`)."""
     program = extract_program(text)
     if not program.strip():
         return None
     lines = [split_comment(line)[0] for line in program.splitlines()]
     if solver == "smt":
         found = any(_SMT_HEADER.match(line) for line in lines)
+    elif solver == "asp":
+        found = _ASP_ANSWER.search(program) is not None
     elif solver in _HEADERS:
         found = any(line.endswith(":") and line[:-1].strip() in _HEADERS[solver] for line in lines)
     else:  # a solver this module does not know: any text is its program

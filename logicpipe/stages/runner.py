@@ -13,6 +13,7 @@ from ..core.task import Task
 from ..core.trajectory import Trajectory
 from ..data import load_problems, load_programs
 from ..llm import api_key
+from ..llm.grammars import LANGUAGES
 from ..prompts import PromptSet
 from ..run.folder import RunFolder
 from ..solvers import get_solver
@@ -36,9 +37,11 @@ class RunReport:
 
 def task_for(config: RunConfig) -> Task:
     spec = config.spec
-    return Task(dataset=spec.key, name=spec.title, split=config.split, solver=spec.solver,
+    other = config.other_formalism  # its own formulate prompt: <the task's prompt>-<formalism>
+    return Task(dataset=spec.key, name=spec.title, split=config.split, solver=config.solver,
                 answer_space=spec.answer_space, closed_world=spec.closed_world, timeout=spec.timeout,
-                prompt=spec.prompt, definition=spec.digest() if config.task is not None else None)
+                prompt=f"{spec.prompt}-{other}" if other else spec.prompt,
+                definition=spec.digest() if config.task is not None else None)
 
 
 def problems_for(config: RunConfig) -> list[Problem]:
@@ -75,6 +78,9 @@ def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompt
         api_key(config.base_url)  # no key and no local endpoint: say so before the lock and run.json
     if "solve" in stages or "refine" in stages:
         get_solver(task.solver).check()
+    if config.constrain and task.solver not in LANGUAGES and {"formulate", "refine"} & set(stages):
+        raise UsageError(f"--constrain: logicpipe has no grammar for the {task.solver} formalism (it has "
+                         f"{', '.join(LANGUAGES)}); run without --constrain")
     if "refine" in stages and config.refine_with:
         prompts.refine(task.prompt)
         for prompt_id in SEMANTIC if config.refine == "semantic" else ():

@@ -14,7 +14,7 @@ from ..core.records import ErrorCategory, SolveRecord, StageError
 from ..core.trajectory import Trajectory, program_sha
 from ..run import make_executor
 from ..run.pool import Fetch, Outcome, SolverCall, fixed
-from ..solvers import SolverOutcome
+from ..solvers import SolverOutcome, registry
 from .context import RunContext, Stage, StageReport
 
 NAME = "solve"
@@ -124,7 +124,7 @@ def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int,
     if fetch is not None:
         config = ctx.config
         with make_executor(config.executor, "logicpipe.solvers:execute_task", config.workers, config.memory_mb,
-                           config.ray_address, preload=[f"logicpipe.solvers.{ctx.task.solver}"]) as executor:
+                           config.ray_address, preload=[registry.find(ctx.task.solver).module]) as executor:
             executor.check(ctx.task.solver)
             for finished in executor.stream(fetch):
                 outcome = finished.outcome

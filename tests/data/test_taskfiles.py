@@ -117,7 +117,7 @@ def test_templates_take_plain_field_names_only(tmp_path):
 
 def test_task_file_mistakes_name_the_key(tmp_path):
     task = write_task(tmp_path, source={"format": "jsonl", "path": "rows.jsonl"}, formalism="prolog")
-    with pytest.raises(DataError, match=r"task.json: formalism: unknown formalism 'prolog'; choose from lp, fol, csp, smt"):
+    with pytest.raises(DataError, match=r"task.json: formalism: unknown formalism 'prolog'; choose from lp, fol, csp, smt, asp"):
         load_task_file(task)
     with pytest.raises(DataError, match="data file .*missing.jsonl not found"):
         load_problems(load_task_file(write_task(tmp_path, source={"format": "jsonl", "path": "missing.jsonl"})), "dev")
@@ -212,7 +212,7 @@ def test_a_misspelt_key_is_one_line_with_a_suggestion(tmp_path):
                     "the keys are format, path, folder, config, data_files, records")
     task.write_text(json.dumps({"name": "mine", "formalism": "lpp", "source": {"format": "jsonl", "path": "x"}}))
     line, = _lines(cli("validate", "--task", str(task)))
-    assert line == f"error: {task}: formalism: unknown formalism 'lpp' (did you mean 'lp'?); choose from lp, fol, csp, smt"
+    assert line == f"error: {task}: formalism: unknown formalism 'lpp' (did you mean 'lp'?); choose from lp, fol, csp, smt, asp"
     line, = _lines(cli("validate", "--task", str(FILES / "cats.yaml"), "--split", "devv"))
     assert line == "error: dataset cats has no split 'devv' (did you mean 'dev'?); choose from dev"
     assert not (tmp_path / "out").exists()

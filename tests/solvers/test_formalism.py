@@ -1,0 +1,91 @@
+"""`run --formalism`: LogicalDeduction through ASP with its own prompt, against the scripted model server
+serving our own ASP programs (tests/solvers/files/asp_logicaldeduction.json), one of them broken so that
+refinement repairs it from clingo's error message."""
+
+import json
+
+from logicpipe.prompts import PromptSet
+from logicpipe.solvers import execute_task
+from logicpipe.testing import FakeOpenAI, ScriptedReplies
+from tests.conftest import cli
+from tests.solvers.test_asp import FILES, PROGRAMS
+
+BROKEN = "at(crow, 5)\n"  # problem 4's program with the period of one fact missing
+
+
+def records(path):
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def one_line(done):
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1 and lines[0].startswith("error: "), done.stderr
+    return lines[0]
+
+
+def test_the_asp_prompt_demonstration_is_a_program_the_asp_solver_runs():
+    prompt = PromptSet().get("logicaldeduction-asp")
+    demo = prompt.user.split("Program:\n", 1)[1].split("\n\nNow the problem.", 1)[0]
+    assert execute_task({"solver": "asp", "program": demo}).verdict == "A"
+
+
+def run_asp(fake, data_dir, out, *extra):
+    return cli("run", "-d", "logicaldeduction", "--formalism", "asp", "--data-dir", str(data_dir), "--out", str(out),
+               "--model", "scripted", "--base-url", fake.url, "--limit", "5", "--max-retries", "0", *extra)
+
+
+def test_logicaldeduction_runs_through_asp_end_to_end(data_dir, tmp_path):
+    gold = {p["id"]: p["answer"] for p in json.loads((data_dir / "data" / "LogicalDeduction" / "dev.json").read_text())}
+    programs = {pid: [text] for pid, text in PROGRAMS.items()}
+    fixed = programs["logical_deduction_4"][0]
+    programs["logical_deduction_4"] = [fixed.replace("at(crow, 5).\n", BROKEN)]
+    replies = ScriptedReplies(programs, repairs={BROKEN: fixed})
+    with FakeOpenAI(replies) as fake:
+        done = run_asp(fake, data_dir, tmp_path)
+        assert done.returncode == 0, done.stderr
+        formulate = [r for r in fake.requests if r["_logicpipe"]["purpose"] == "formulate"]
+        refine = [r for r in fake.requests if r["_logicpipe"]["purpose"] == "refine"]
+        # The run's identity holds the formalism: the same folder without it is refused, nothing mixed.
+        again = cli("run", "-d", "logicaldeduction", "--data-dir", str(data_dir), "--out", str(tmp_path),
+                    "--model", "scripted", "--base-url", fake.url, "--limit", "5")
+    assert len(formulate) == 5 and "answer set program" in formulate[0]["messages"][0]["content"]
+    assert len(refine) == 1 and "clingo: syntax error" in refine[0]["messages"][-1]["content"]
+    folder = tmp_path / "logicaldeduction"
+    ids = [f"logical_deduction_{i}" for i in range(5)]
+    for stage in ("formulate", "solve", "interpret", "evaluate"):
+        assert [r["id"] for r in records(folder / f"{stage}.jsonl")] == ids, stage
+    assert [r["id"] for r in records(folder / "refine-1.jsonl")] == ["logical_deduction_4"]
+    solved = {r["id"]: r for r in records(folder / "solve.jsonl")}
+    assert {r["solver"] for r in solved.values()} == {"asp"}
+    assert solved["logical_deduction_4"]["error"]["category"] == "parse"
+    evaluated = {r["id"]: (r["gold"], r["predicted"]) for r in records(folder / "evaluate.jsonl")}
+    assert evaluated == {pid: (gold[pid], gold[pid]) for pid in ids}
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["total"] == 5 and metrics["executed"] == 5 and metrics["exe_acc"] == 100.0
+    identity = json.loads((folder / "run.json").read_text())
+    assert identity["formalism"] == "asp" and identity["stages"]["solve"]["solver"] == "asp"
+    assert "logicaldeduction-asp" in identity["stages"]["formulate"]["prompts"]
+    assert "was made with other options (formalism, " in one_line(again)
+
+
+def test_formalism_mistakes_are_one_line_before_anything_is_written(data_dir, tmp_path):
+    with FakeOpenAI(lambda body: "never asked") as fake:
+        misspelt = cli("run", "-d", "logicaldeduction", "--formalism", "aps", "--data-dir", str(data_dir),
+                       "--out", str(tmp_path), "--model", "m", "--base-url", fake.url)
+        assert "invalid option --formalism: unknown formalism 'aps' (did you mean 'asp'?)" in one_line(misspelt)
+        constrained = run_asp(fake, data_dir, tmp_path, "--constrain")
+        assert "--constrain: logicpipe has no grammar for the asp formalism" in one_line(constrained)
+        no_prompt = cli("run", "-d", "folio", "--formalism", "asp", "--data-dir", str(data_dir), "--out",
+                        str(tmp_path), "--model", "m", "--base-url", fake.url)
+        assert "no prompt 'folio-asp'" in one_line(no_prompt)
+        assert fake.requests == []
+    assert not (tmp_path / "logicaldeduction").exists() and not (tmp_path / "folio").exists()
+    assert FILES.is_dir()
+
+
+def test_a_prose_reply_holds_no_asp_program():
+    from logicpipe.stages.replies import read_program
+
+    assert read_program("I cannot translate this problem.", "asp") is None
+    assert read_program("Here:\n```\nobject(a).\noption(a) :- object(a).\n```\n", "asp") == "object(a).\noption(a) :- object(a).\n"
+    assert read_program("rain.\nquery :- rain.\n", "asp") == "rain.\nquery :- rain.\n"
