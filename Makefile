@@ -12,9 +12,11 @@ export LOGICPIPE_DATA ?= $(if $(wildcard ../shared/logic-lm/data),$(abspath ../s
 setup:
 	bash scripts/setup.sh
 
-# Two pytest workers (pytest-xdist): most tests wait on solver subprocesses, servers and the CLI, so
-# two keep both cores busy; tests sharing the Ray cluster or the viewer's run stay on one (tests/conftest.py).
-TEST_WORKERS ?= 2
+# Three pytest workers (pytest-xdist) on two cores: most tests wait on solver subprocesses, servers and
+# the CLI, so a third keeps the cores busy (the suite took 300 s with three and 287 s with four on one
+# idle 2-core machine; user CPU was the same); tests sharing the Ray cluster or the viewer's run stay on
+# one worker (tests/conftest.py).
+TEST_WORKERS ?= 3
 
 test: setup
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup

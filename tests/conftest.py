@@ -62,8 +62,9 @@ def program(dataset_file: str, data: Path, problem_id: str) -> str:
     raise KeyError(problem_id)
 
 
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into node ids
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (make test runs two workers), tests that share one costly session resource
+    """Under pytest-xdist (make test runs three workers), tests that share one costly session resource
     stay on one worker: the Ray cluster, and the viewer's run (about 10 s to make) with the headless
     browser that reads it."""
     for item in items:

@@ -147,6 +147,7 @@ print(json.dumps([[p.id, p.question, p.answer] for p in load_problems(spec, "tra
 """
 
 
+@pytest.mark.slow  # imports datasets and fills its cache
 def test_hugging_face_dataset_from_the_local_cache_offline(tmp_path):
     pytest.importorskip("datasets")
     (tmp_path / "rows.jsonl").write_text("".join(json.dumps(r) + "\n" for r in HF_ROWS))

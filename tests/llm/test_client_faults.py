@@ -5,6 +5,8 @@ by a re-run), never a crash and never a poisoned cache."""
 import json
 import sqlite3
 
+import pytest
+
 from logicpipe.core.jsonl import MAX_RECORD_BYTES
 from logicpipe.testing import FakeOpenAI, Fault, ScriptedReplies
 from tests.conftest import cli
@@ -55,6 +57,7 @@ def test_resets_past_the_retries_are_a_transient_record_redone_by_a_rerun(data_d
     assert formulated(tmp_path)[failed[0]["id"]]["program"]
 
 
+@pytest.mark.slow  # the budget itself is tested fast in tests/run/test_folder.py
 def test_resets_count_in_the_error_budget(data_dir, tmp_path):
     with FakeOpenAI(replies(data_dir)) as fake:
         fake.inject(*[Fault(reset=True)] * 4)
@@ -86,6 +89,7 @@ def test_an_oversized_reply_is_never_cached_and_a_rerun_asks_again(data_dir, tmp
     assert all(r["error"] is None for r in formulated(tmp_path).values())
 
 
+@pytest.mark.slow  # a run with samples against an oversized reply
 def test_with_samples_each_reply_must_fit_the_record_that_holds_them_all(data_dir, tmp_path):
     # Four samples and the program: five copies in one record, so 700 kB each is too much.
     with FakeOpenAI(replies(data_dir)) as fake:

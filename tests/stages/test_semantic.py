@@ -157,6 +157,7 @@ def test_a_revision_replaces_the_program_only_if_it_wins(data_dir, tmp_path):
     assert {f.name: f.read_bytes() for f in stage_dir.iterdir()} == before
 
 
+@pytest.mark.slow  # kill-and-resume is also covered by tests/test_cli.py
 def test_a_run_killed_during_a_comparison_resumes_without_redoing_anything_recorded(data_dir, tmp_path):
     scenario = Scenario(data_dir)
     p = scenario.ids
@@ -197,6 +198,7 @@ def test_a_run_killed_during_a_comparison_resumes_without_redoing_anything_recor
     check_outcomes(scenario, stage_dir)
 
 
+@pytest.mark.slow  # two runs against a faulty server
 def test_a_comparison_that_fails_for_now_keeps_the_program_and_is_asked_again_next_run(data_dir, tmp_path):
     scenario = Scenario(data_dir)
     p, stage_dir = scenario.ids, tmp_path / "logicaldeduction"
