@@ -23,7 +23,7 @@ from ..core.errors import UsageError
 from ..core.records import executed
 from ..prompts import PromptSet
 from ..run.pool import SolverCall, WorkerPool
-from ..solvers import get_solver
+from ..solvers import get_solver, registry
 from ..stages.config import RunConfig
 
 USER_LINE = "=== user ==="
@@ -335,7 +335,7 @@ def check_demonstrations(demonstrations: list[str], solver: str, skip: set[str] 
     failures: dict[int, str] = {}
     # Demonstrations come from a model: they run in the isolated worker pool like any program.
     with WorkerPool("logicpipe.solvers:execute_task", 1, _DEMO_MEMORY_MB,
-                    preload=[f"logicpipe.solvers.{solver}"]) as pool:
+                    preload=[registry.find(solver).module]) as pool:
         for outcome in pool.map(tasks):
             if outcome.status != "ok":
                 failures[int(outcome.key)] = f"{outcome.status}: {outcome.message}".strip()
