@@ -18,24 +18,26 @@ def _plain(option: Any) -> Any:
     return option
 
 
-class _Command(TyperCommand):
+class _PlainFlags:
+    """Mixed into typer's command and group classes: every flag, --help included, without a type."""
+
+    params: list[Any]
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         for param in self.params:
             _plain(param)
 
     def get_help_option(self, ctx: Any) -> Any:
-        return _plain(super().get_help_option(ctx))
+        return _plain(super().get_help_option(ctx))  # type: ignore[misc]
 
 
-class _Group(TyperGroup):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        for param in self.params:
-            _plain(param)
+class _Command(_PlainFlags, TyperCommand):
+    pass
 
-    def get_help_option(self, ctx: Any) -> Any:
-        return _plain(super().get_help_option(ctx))
+
+class _Group(_PlainFlags, TyperGroup):
+    pass
 
 
 class App(typer.Typer):

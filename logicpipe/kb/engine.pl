@@ -174,11 +174,16 @@ table_recursive_callers :-
     ;   true
     ).
 
-call_edge(N/A, M/B) :-
+% An edge N/A -> M/B: a clause of N/A calls the KB predicate M/B anywhere in its body (call_edge) or
+% as its first goal (left_edge).
+call_edge(From, To) :- body_edge(sub_goal, From, To).
+left_edge(From, To) :- body_edge(first_goal, From, To).
+
+body_edge(Pick, N/A, M/B) :-
     functor(H, N, A),
     clause(kb:H, Body),
     Body \== true,
-    sub_goal(Body, G),
+    call(Pick, Body, G),
     callable(G), \+ G = _:_,
     functor(G, M, B),
     kb_pred(M, B).
@@ -195,15 +200,6 @@ sub_goal(\+ A, G) :- sub_goal(A, G).
 sub_goal(findall(_, A, _), G) :- sub_goal(A, G).
 sub_goal(forall(A, B), G) :- ( sub_goal(A, G) ; sub_goal(B, G) ).
 sub_goal(aggregate_all(_, A, _), G) :- sub_goal(A, G).
-
-left_edge(N/A, M/B) :-
-    functor(H, N, A),
-    clause(kb:H, Body),
-    Body \== true,
-    first_goal(Body, G),
-    callable(G), \+ G = _:_,
-    functor(G, M, B),
-    kb_pred(M, B).
 
 first_goal(V, _) :- var(V), !, fail.
 first_goal((A, _), G) :- !, first_goal(A, G).

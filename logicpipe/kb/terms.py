@@ -409,23 +409,28 @@ def canonical(term: Term) -> str:
         if isinstance(t, Atom):
             return [quote_atom(t.name)]
         if _is_list_cell(t):
-            items: list[Piece] = ["["]
-            tail: Term = t
-            while _is_list_cell(tail):
-                assert isinstance(tail, Compound)
-                if len(items) > 1:
-                    items.append(",")
-                items.append((tail.args[0], 0))
-                tail = tail.args[1]
-            if tail != NIL:
-                items += ["|", (tail, 0)]
-            return items + ["]"]
+            return _list_pieces(t, ",", 0)
         parts: list[Piece] = [quote_atom(t.name), "("]
         for index, arg in enumerate(t.args):
             parts += ([","] if index else []) + [(arg, 0)]
         return parts + [")"]
 
     return _write(term, pieces)
+
+
+def _list_pieces(term: Term, separator: str, priority: int) -> list[Piece]:
+    """A list's pieces, its cells walked in a loop (no recursion however long the list)."""
+    items: list[Piece] = ["["]
+    tail = term
+    while _is_list_cell(tail):
+        assert isinstance(tail, Compound)
+        if len(items) > 1:
+            items.append(separator)
+        items.append((tail.args[0], priority))
+        tail = tail.args[1]
+    if tail != NIL:
+        items += ["|", (tail, priority)]
+    return items + ["]"]
 
 
 def show(term: Term, ops: Operators = ()) -> str:
@@ -453,17 +458,7 @@ def show(term: Term, ops: Operators = ()) -> str:
             op_priority = max(infix.get(t.name, (0, ""))[0], prefix.get(t.name, (0, ""))[0])
             return [f"({text})" if op_priority > max_priority else text]
         if _is_list_cell(t):
-            items: list[Piece] = ["["]
-            tail: Term = t
-            while _is_list_cell(tail):
-                assert isinstance(tail, Compound)
-                if len(items) > 1:
-                    items.append(", ")
-                items.append((tail.args[0], 999))
-                tail = tail.args[1]
-            if tail != NIL:
-                items += ["|", (tail, 999)]
-            return items + ["]"]
+            return _list_pieces(t, ", ", 999)
         if t.name == "{}" and len(t.args) == 1:
             return ["{", (t.args[0], 1200), "}"]
         if len(t.args) == 2 and t.name in infix and t.name != "|":
