@@ -42,7 +42,6 @@ if not stdout.is_terminal:
 
 
 # Options that several commands take, each declared once (typer reads these, never changes them).
-# A plain on/off flag is declared with metavar="": typer would otherwise show it as taking a <bool>.
 DATASET = typer.Option("", "--dataset", "-d", show_default=False,
                        help="built-in dataset: folio, prontoqa, proofwriter, logicaldeduction, ar-lsat")
 TASK = typer.Option(None, "--task", "-t", help="task file (YAML or JSON) describing your own dataset, instead of --dataset")
@@ -64,7 +63,7 @@ def _version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True, metavar="",
+def _main(version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
                                        help="print the version and exit")) -> None:
     """Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate."""
 
@@ -99,9 +98,9 @@ def _options(
     price_prompt: Optional[float] = PRICE_PROMPT,
     price_completion: Optional[float] = PRICE_COMPLETION,
     llm_cache: Optional[Path] = typer.Option(None, "--llm-cache", help="SQLite cache of model replies"),
-    constrain: bool = typer.Option(False, "--constrain", metavar="", help="send the solver language's grammar with each formulate and refine request (grammar-constrained decoding)"),
+    constrain: bool = typer.Option(False, "--constrain", help="send the solver language's grammar with each formulate and refine request (grammar-constrained decoding)"),
     constrain_format: str = typer.Option("gbnf", "--constrain-format", help="how the grammar is sent: gbnf ('grammar' field, llama.cpp) or vllm ('guided_grammar' field)"),
-    overwrite: bool = typer.Option(False, "--overwrite", metavar="", help="discard what an earlier run wrote in OUT/<dataset>/ and start afresh"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="discard what an earlier run wrote in OUT/<dataset>/ and start afresh"),
     max_errors: str = typer.Option("10%", "--max-errors", help="model errors a run tolerates before it stops: a count or a percentage of the problems"),
     prompts: Optional[str] = typer.Option(None, "--prompts", help="folder of prompt templates that replace the shipped ones of the same name, or the bare word logic-lm: Logic-LM's own prompts (downloaded once, pinned by sha256; ./logic-lm is a folder)"),
     ids: Optional[Path] = typer.Option(None, "--ids", help="only the problems whose ids this file lists, one a line (e.g. an optimisation's OUT/splits/test.txt)"),
@@ -285,7 +284,7 @@ def view(run_dir: Path = typer.Argument(..., help="a run directory (the --out of
          out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN/report.html)"),
          data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder, for problem texts"),
          task: Optional[Path] = typer.Option(None, "--task", "-t", help="task file of a --task run, for its problem texts (default: the one run.json names)"),
-         serve: bool = typer.Option(False, "--serve", metavar="", help="also serve the page on 127.0.0.1 until Ctrl-C"),
+         serve: bool = typer.Option(False, "--serve", help="also serve the page on 127.0.0.1 until Ctrl-C"),
          port: int = typer.Option(0, "--port", help="port for --serve (0: a free one)")) -> None:
     """Write one self-contained HTML page: metrics, charts, a filterable problem table and drill-downs."""
     from .report.viewer import page_server, url, write_html
@@ -364,13 +363,13 @@ def optimize(
     price_prompt: Optional[float] = PRICE_PROMPT,
     price_completion: Optional[float] = PRICE_COMPLETION,
     out: Path = typer.Option(Path("results/optimize"), "--out", "-o", help="folder of the optimisation state, prompt sets and report"),
-    unsupervised: bool = typer.Option(False, "--unsupervised", metavar="", help="use no gold answers: the judge sees none and validation counts executed programs"),
+    unsupervised: bool = typer.Option(False, "--unsupervised", help="use no gold answers: the judge sees none and validation counts executed programs"),
     z: float = typer.Option(2.0, "--z", help="a candidate is kept when its paired gain exceeds z standard errors"),
     seed: int = typer.Option(0, "--seed", help="seed for the minibatches"),
     workers: int = WORKERS,
     limit_val: Optional[int] = typer.Option(None, "--limit-val", help="at most this many validation problems"),
     prompts: Optional[str] = typer.Option(None, "--prompts", help="start from this folder of prompt templates (not Logic-LM's prompts: they have no parts to rewrite)"),
-    structure: bool = typer.Option(False, "--structure", metavar="", help="also optimise the structure: samples, refinement rounds, backup, semantic check, solver time limit"),
+    structure: bool = typer.Option(False, "--structure", help="also optimise the structure: samples, refinement rounds, backup, semantic check, solver time limit"),
     max_concurrency: int = MAX_CONCURRENCY,
     llm_timeout: float = LLM_TIMEOUT,
     max_retries: int = MAX_RETRIES,

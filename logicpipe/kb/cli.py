@@ -342,7 +342,7 @@ _DRY_RUN = typer.Option(False, "--dry-run", help="show the diff and write nothin
 def add(kb: Path = typer.Argument(..., help="KB file or folder to change"),
         statement: Optional[str] = typer.Argument(None, help="a statement in English (needs --model)"),
         fact: list[str] = _FACT,
-        remove: bool = typer.Option(False, "--remove", metavar="", help="retract the facts instead (as kb retract)"),
+        remove: bool = typer.Option(False, "--remove", help="retract the facts instead (as kb retract)"),
         yes: bool = _YES, dry_run: bool = _DRY_RUN,
         model: Optional[str] = typer.Option(None, "--model", "-m", help="model that translates the statement"),
         base_url: Optional[str] = _BASE_URL, llm_cache: Optional[Path] = _CACHE,
