@@ -116,7 +116,9 @@ def kill_and_resume(size: int, workers: int, scratch: Path, full_wall: float) ->
     out = scratch / f"kill{size}"
     command = logicpipe("run", "--task", str(task), "--programs", str(programs), "--out", str(out),
                         "--workers", str(workers))
-    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    # Its own session, so that the kill takes the solver workers with it, as a machine failure would.
+    process = subprocess.Popen(command, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
     solve = out / "scale" / "solve.jsonl"
     done = 0
     while process.poll() is None:
@@ -126,14 +128,16 @@ def kill_and_resume(size: int, workers: int, scratch: Path, full_wall: float) ->
             if done >= 0.9 * size:
                 break
         time.sleep(0.2)
-    process.send_signal(signal.SIGKILL)
+    finished = process.poll() is not None
+    if not finished:
+        os.killpg(process.pid, signal.SIGKILL)
     process.wait()
     code, wall, peak = _reap(command)
     if code != 0:
         raise SystemExit(f"resumed run of {size} problems failed with exit {code}")
     records = sum(1 for _ in solve.open())
     return {"size": size, "killed_at": done, "resume_wall": wall, "full_wall": full_wall,
-            "records": records, "peak_mib": peak}
+            "records": records, "peak_mib": peak, "finished": finished}
 
 
 def main() -> None:
@@ -162,6 +166,10 @@ def main() -> None:
                   f"{row['view']:>7.2f} {row['view_mib']:>9.1f}")
         last = rows[-1]
         resumed = kill_and_resume(last["size"], args.workers, scratch, last["wall"])
+        if resumed["finished"]:
+            print(f"\nthe {resumed['size']:,}-problem run finished before it could be killed at 90%: "
+                  "no resume figure (use a larger size)")
+            return
         print(f"\nkilled at {resumed['killed_at']:,} of {resumed['size']:,} solve records; resume took "
               f"{resumed['resume_wall']:.1f} s against {resumed['full_wall']:.1f} s for the whole run; "
               f"{resumed['records']:,} solve records after it (peak {resumed['peak_mib']:.0f} MiB)")

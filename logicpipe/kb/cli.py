@@ -146,14 +146,18 @@ def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurre
     from pydantic import ValidationError
 
     from ..llm import LLMClient, LLMSettings
-    from ..stages.config import ModelOptions, invalid_options
+    from ..stages.config import ModelOptions, invalid_options, writable
 
     try:
         options = ModelOptions.model_validate(
             {"out": out or Path("."), "model": model, "base_url": base_url, "llm_cache": cache,
              "max_concurrency": concurrency}, context={"writes": out is not None})
+        if out is None and cache is not None:  # one input writes no folder, but it writes the cache
+            writable(cache, folder=False)
     except ValidationError as exc:
         raise invalid_options(exc) from None
+    except ValueError as exc:
+        raise UsageError(f"invalid option --llm-cache: {exc}") from None
     return LLMClient(LLMSettings(model=model, base_url=options.base_url, cache_path=options.llm_cache,
                                  max_concurrency=options.max_concurrency))
 

@@ -435,7 +435,7 @@ explained_solution(Request, Goal0, Names0, Answer, Solution) :-
     nb_setval(lp_nodes, 0),
     (   bounded(Request, once(explain_root(Goal, Request.depth, Root)), ok)
     ->  true
-    ;   Root = node(Goal, "proved by SWI-Prolog; its explanation ran past the limits", [], true)
+    ;   Root = node(Goal, "proved by SWI-Prolog; no goal tree: building it hit a limit or an error", [], true)
     ),
     export_tree(Names, Root, Tree, Bindings),
     Solution = _{bindings: Bindings, tree: Tree}.

@@ -200,6 +200,12 @@ def test_usage_errors_are_one_line(kbcli, tmp_path):
                   "m", "--llm-cache", str(blocker / "c.sqlite"))
     assert cache.returncode == 2 and "invalid option --llm-cache" in cache.stderr, cache.stderr
     assert not (tmp_path / "u").exists() and not (tmp_path / "v").exists()
+    one = kbcli("kb", "ask", str(CAMPUS), "Who?", "--model", "m", "--llm-cache", str(blocker / "c.sqlite"))
+    assert one.returncode == 2 and one.stderr.startswith("error: invalid option --llm-cache:"), one.stderr
+    missing = kbcli("kb", "validate", str(CAMPUS), "--answers", str(tmp_path / "none.jsonl"), "--out",
+                    str(tmp_path / "w"), "--model", "m")
+    assert missing.returncode == 2 and missing.stderr == f"error: {tmp_path / 'none.jsonl'}: no such file\n"
+    assert not (tmp_path / "w").exists()
 
 
 def test_a_batch_record_may_carry_its_own_percepts(kbcli, tmp_path):

@@ -57,7 +57,7 @@ def test_resets_past_the_retries_are_a_transient_record_redone_by_a_rerun(data_d
     assert formulated(tmp_path)[failed[0]["id"]]["program"]
 
 
-@pytest.mark.slow  # the budget itself is tested fast in tests/run/test_folder.py
+@pytest.mark.slow  # the budget itself is tested fast in tests/stages/test_runner.py
 def test_resets_count_in_the_error_budget(data_dir, tmp_path):
     with FakeOpenAI(replies(data_dir)) as fake:
         fake.inject(*[Fault(reset=True)] * 4)
