@@ -504,7 +504,28 @@ called_goal(G, user:checked(Called)) :-
     G = user:Closure, compound(Closure), compound_name_arguments(Closure, lp_closure, [C|Extra]),
     closure_goal(C, Extra, Called).
 
+user_goal(M:G) :- !, module_local(M, G).
 user_goal(G) :- callable(G), functor(G, N, A), ( kb_pred(N, A) -> true ; percept_pred(N, A) ).
+
+% A module KB's own predicate that kb does not see (not exported): explained in its module.
+module_local(M, G) :-
+    atom(M), M \== kb, callable(G),
+    predicate_property(M:G, number_of_clauses(_)), \+ predicate_property(M:G, imported_from(_)).
+
+% home_clause(+G, -Body, -Ref): a clause of G whose body names, qualified, the module-local predicates
+% of the module it was written in (so that they can be called and explained from kb).
+home_clause(G, Body, Ref) :-
+    clause(kb:G, Body0, Ref),
+    (   clause_property(Ref, module(M)), M \== kb -> qualify(M, Body0, Body) ; Body = Body0 ).
+
+qualify(_, B, B) :- var(B), !.
+qualify(M, (A, B), (QA, QB)) :- !, qualify(M, A, QA), qualify(M, B, QB).
+qualify(M, (A ; B), (QA ; QB)) :- !, qualify(M, A, QA), qualify(M, B, QB).
+qualify(M, (A -> B), (QA -> QB)) :- !, qualify(M, A, QA), qualify(M, B, QB).
+qualify(M, (A *-> B), (QA *-> QB)) :- !, qualify(M, A, QA), qualify(M, B, QB).
+qualify(M, \+ A, \+ QA) :- !, qualify(M, A, QA).
+qualify(M, G, M:G) :- module_local(M, G), functor(G, N, A), \+ kb_pred(N, A), !.
+qualify(_, G, G).
 
 % why(+G, +D, +Anc, -Node): G (a KB goal, true as instantiated) holds by its first clause whose body
 % can be explained without reopening an ancestor; fails if none (so the caller tries another answer).
@@ -513,7 +534,7 @@ why(G, D, _, node(G, "depth limit: not expanded", [], true)) :- D =< 0, !.
 why(G, _, _, node(G, "tree size limit: not expanded", [], true)) :- \+ spend_node, !.
 why(G, D, Anc, node(G, Label, Children, true)) :-
     D1 is D - 1,
-    clause(kb:G, Body, Ref),
+    home_clause(G, Body, Ref),
     ex(Body, D1, [G|Anc], Children), !,
     clause_label(Ref, Label).
 
@@ -583,7 +604,7 @@ explore_goal(G, D, _, node(G, "depth limit", [], false)) :- D =< 0, !.
 explore_goal(G, _, _, node(G, "tree size limit: not expanded", [], false)) :- \+ spend_node, !.
 explore_goal(G, D, Anc, Node) :-
     D1 is D - 1,
-    findall(G-Body-Ref, limit(20, clause(kb:G, Body, Ref)), Clauses),
+    findall(G-Body-Ref, limit(20, home_clause(G, Body, Ref)), Clauses),
     attempts(Clauses, D1, [G|Anc], Attempts),
     (   Attempts = [Node] -> true                         % one clause tried: show it, not a wrapper
     ;   Attempts == [] -> Node = node(G, "no matching clause", [], false)

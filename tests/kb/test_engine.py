@@ -308,8 +308,10 @@ def test_validate_gives_unknown_when_the_engine_cannot_run_the_goal(kb):
 
 
 MODULE_KB = """\
-:- module(family, [parent/2, ancestor/2, holds/1]).
+:- module(family, [parent/2, ancestor/2, holds/1, grandparent/2]).
 parent(tom, bob). parent(bob, ann). parent(ann, joe).
+grandparent(X, Z) :- step(X, Y), step(Y, Z).
+step(X, Y) :- parent(X, Y).
 ancestor(X, Y) :- parent(X, Y).
 ancestor(X, Y) :- ancestor(X, Z), parent(Z, Y).
 holds(G) :- call(G).
@@ -320,8 +322,8 @@ def test_a_module_kb_answers_as_swipl_tabling_its_left_recursion_and_keeps_the_s
     kb = tmp_path / "family.pl"
     kb.write_text(MODULE_KB)
     marker = tmp_path / "M"
-    [anc, neg, evil] = prove(kbcli, kb, "ancestor(tom, X)", "\\+ ancestor(joe, tom)",
-                             f"holds(shell('touch {marker}'))")
+    [anc, neg, evil, grand] = prove(kbcli, kb, "ancestor(tom, X)", "\\+ ancestor(joe, tom)",
+                                    f"holds(shell('touch {marker}'))", "grandparent(tom, ann)")
     # The oracle: plain swipl on the same file, with the left-recursive predicate tabled by hand.
     goal = (f"use_module('{kb}'), table(family:ancestor/2), findall(X, ancestor(tom, X), L), "
             "msort(L, S), print(S), nl")
@@ -331,3 +333,7 @@ def test_a_module_kb_answers_as_swipl_tabling_its_left_recursion_and_keeps_the_s
     assert "[" + ",".join(sorted(s["bindings"]["X"] for s in anc["solutions"])) + "]" == done.stdout.strip()
     assert anc["status"] == "proved" and neg["status"] == "proved"
     assert evil["status"] == "unknown" and not marker.exists()
+    # A helper the module does not export is explained in its module, down to the facts.
+    tree = grand["solutions"][0]["tree"]
+    assert [c["goal"] for c in tree["children"]] == ["family:step(tom, bob)", "family:step(bob, ann)"]
+    assert tree["children"][0]["children"][0]["goal"] == "parent(tom, bob)"
