@@ -18,7 +18,7 @@ from logicpipe.optimize.config import OptimizeConfig
 from logicpipe.optimize.splits import make_splits
 from logicpipe.stages import RunConfig, problems_for
 from logicpipe.testing import FakeOpenAI
-from tests.conftest import ROOT
+from tests.conftest import ROOT, ctrl_c_default
 from tests.optimize.conftest import GOOD
 from tests.optimize.test_cli import in_process, optimize_args
 
@@ -130,7 +130,8 @@ def test_ctrl_c_scores_the_test_part_and_writes_the_report(scripted, data_dir, t
     with FakeOpenAI(held) as fake:
         process = subprocess.Popen([sys.executable, "-m", "logicpipe.cli",
                                     *optimize_args(fake, data_dir, out, "--steps", "3")],
-                                   cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                   cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=ctrl_c_default)
         try:
             assert held.reached.wait(120), "step 2 never asked for its rewrite"
             process.send_signal(signal.SIGINT)
