@@ -168,6 +168,8 @@ def write_json_if_changed(path: Path, payload: object) -> bool:
 
 def iter_json_lines(path: Path) -> Iterator[tuple[int, object]]:
     """(line number, value) for each non-blank line of a user's JSONL file."""
+    if not path.is_file():
+        raise DataError(f"{path}: no such file" + (" (a folder)" if path.is_dir() else ""))
     with open(path, encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
             if line.strip():

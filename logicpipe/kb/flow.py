@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..core.errors import DataError, ProgramParseError, UsageError
+from ..core.errors import DataError, ProgramParseError
 from ..core.jsonl import iter_json_lines
 from ..core.records import Record, Usage
 from ..llm import Completion, LLMClient, LLMError, Request
@@ -81,8 +81,6 @@ def add_usage(usage: Usage, reply: Reply) -> None:
 def read_inputs(path: Path, field: str) -> list[Input]:
     """JSONL with an `id` and the text field, and optionally `percepts` ({"p_hour": 11}: the values when
     this input was asked); ids must be unique, since output is keyed by them."""
-    if not path.is_file():
-        raise UsageError(f"{path}: no such file" + (" (a folder)" if path.is_dir() else ""))
     inputs: list[Input] = []
     seen: set[str] = set()
     for number, raw in iter_json_lines(path):

@@ -2,12 +2,11 @@
 the local llama.cpp server, one server for the session, --constrain, a few problems of each formalism
 through every stage. The full suite (test_smollm2.py, `make test-llm`) takes about half an hour."""
 
-import json
-
 import pytest
 
 from logicpipe.testing.llamacpp import ALIAS, cli_options, parse_counts
 from tests.conftest import cli
+from tests.real.test_smollm2 import records
 
 pytestmark = [pytest.mark.llm, pytest.mark.smoke]
 
@@ -15,10 +14,6 @@ pytestmark = [pytest.mark.llm, pytest.mark.smoke]
 # and SMT programs use names they never declared, which a context-free grammar cannot forbid).
 SMOKE = {"prontoqa": 2, "folio": 2, "logicaldeduction": 1, "ar-lsat": 1}
 EXECUTES = {"prontoqa"}
-
-
-def records(path):
-    return [json.loads(line) for line in path.read_text().splitlines()]
 
 
 @pytest.mark.timeout(600)
