@@ -15,7 +15,7 @@ import os
 import random
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,10 @@ class Request:
     # "grammar" for llama.cpp servers, "guided_grammar" for vLLM.
     grammar: str | None = None
     grammar_field: str = "grammar"
+    # Phased constrained decoding (llm/declared.py): given the text so far, the grammar of the next
+    # phase's request, whose reply holds the whole text; None: the text so far is the reply.
+    then: Callable[[str], str | None] | None = None
+    phase: int = 0  # 1, 2, ... in a phased request (sent as X-Logicpipe-Phase), else 0
     # Stop sequences: the server ends the reply where the model writes one (Logic-LM's prompts use
     # "------" between their examples). Sent as a list, which every OpenAI-compatible server takes.
     stop: tuple[str, ...] = ()
@@ -161,7 +165,10 @@ def request_body(model: str, request: Request) -> dict[str, Any]:
 
 
 def request_headers(request: Request) -> dict[str, str]:
-    return {"X-Logicpipe-Purpose": request.purpose, "X-Logicpipe-Problem": request.problem}
+    headers = {"X-Logicpipe-Purpose": request.purpose, "X-Logicpipe-Problem": request.problem}
+    if request.phase:
+        headers["X-Logicpipe-Phase"] = str(request.phase)
+    return headers
 
 
 def cache_key(model: str, base_url: str, request: Request) -> str:
@@ -224,7 +231,9 @@ class LLMClient:
         async def one(request: Request) -> tuple[Request, Completion | LLMError]:
             async with gate:
                 try:
-                    return request, await self._complete(client, request)
+                    if request.then is None:
+                        return request, await self._complete(client, request)
+                    return request, await self._phases(client, request, request.then)
                 except LLMError as exc:
                     name = type(exc.__cause__).__name__ if exc.__cause__ else "LLMError"
                     self.totals.failures[name] = self.totals.failures.get(name, 0) + 1
@@ -242,6 +251,20 @@ class LLMClient:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             await client.close()
+
+    async def _phases(self, client: Any, request: Request, then: Callable[[str], str | None]) -> Completion:
+        """The first phase's reply, then each next phase's for as long as `then` gives a grammar for
+        the text so far (the last reply holds the whole text); tokens are those of every phase."""
+        from .declared import MAX_PHASES
+
+        replies = [await self._complete(client, replace(request, then=None, phase=1))]
+        for phase in range(2, MAX_PHASES + 1):
+            grammar = then(replies[-1].text)
+            if grammar is None:
+                break
+            replies.append(await self._complete(client, replace(request, then=None, phase=phase, grammar=grammar)))
+        return Completion(replies[-1].text, sum(r.prompt_tokens for r in replies),
+                          sum(r.completion_tokens for r in replies), all(r.cached for r in replies))
 
     async def _complete(self, client: Any, request: Request) -> Completion:
         import openai

@@ -8,9 +8,13 @@ the same GBNF notation (EBNF with a `root` rule), so the GBNF text is sent there
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
 from typing import Literal
 
 from ..core.errors import LLMError, RunStopped
+from . import declared
 from .grammars import load
 
 Format = Literal["gbnf", "vllm"]
@@ -23,12 +27,31 @@ def grammar_for(solver: str, max_tokens: int | None = None) -> str:
     return load(solver, decoding=True, max_tokens=max_tokens)
 
 
+@dataclass(frozen=True)
+class Constraint:
+    """What --constrain sends with a request: the grammar of its reply, or of the first of its phases
+    with `then` giving each next phase's grammar from the text so far (declared.py)."""
+
+    grammar: str
+    then: Callable[[str], str | None] | None = None
+
+
+def constraint_for(solver: str, max_tokens: int | None = None) -> Constraint:
+    if declared.phased(solver):
+        return Constraint(declared.first_grammar(solver, max_tokens),
+                          partial(declared.next_grammar, solver, max_tokens))
+    return Constraint(grammar_for(solver, max_tokens))
+
+
 def field_for(form: Format) -> str:
     return FIELDS[form]
 
 
 def grammar_hash(solver: str, max_tokens: int | None = None) -> str:
-    return hashlib.sha256(grammar_for(solver, max_tokens).encode()).hexdigest()
+    text = grammar_for(solver, max_tokens)
+    if declared.phased(solver):
+        text += f"\n# phases: {declared.VERSION}\n"
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def check_refusal(error: LLMError, form: Format) -> None:

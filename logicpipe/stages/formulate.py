@@ -11,7 +11,7 @@ from ..core.records import ErrorCategory, FormulateRecord, StageError, stage_err
 from ..core.trajectory import Trajectory
 from ..data import load_programs
 from ..llm import Request
-from ..llm.constrain import check_refusal, field_for, grammar_for
+from ..llm.constrain import check_refusal, constraint_for, field_for
 from ..prompts import problem_fields
 from .context import RunContext, StageReport
 from .llmcalls import Result, send, usage
@@ -60,10 +60,12 @@ def _ask(ctx: RunContext, todo: list[Trajectory], write: Write) -> None:
     prompt = ctx.prompts.get(ctx.task.prompt)
     samples = config.num_samples
     by_id = {t.id: t for t in todo}
-    grammar = grammar_for(ctx.task.solver, config.max_tokens) if config.constrain else None
+    constraint = constraint_for(ctx.task.solver, config.max_tokens) if config.constrain else None
+    grammar = constraint.grammar if constraint else None
     requests = [Request(f"{t.id}\x1f{i}", prompt.render(**problem_fields(t.problem)), config.temperature,
                         config.max_tokens, sample=i, purpose="formulate", problem=t.id, grammar=grammar,
-                        grammar_field=field_for(config.constrain_format), stop=prompt.stop)
+                        grammar_field=field_for(config.constrain_format), stop=prompt.stop,
+                        then=constraint.then if constraint else None)
                 for t in todo for i in range(samples)]
     pending: dict[str, dict[int, Result]] = {t.id: {} for t in todo}
 

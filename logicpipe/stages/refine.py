@@ -30,7 +30,7 @@ from ..core.records import (
 )
 from ..core.trajectory import Trajectory, program_sha
 from ..llm import Request
-from ..llm.constrain import check_refusal, field_for, grammar_for
+from ..llm.constrain import check_refusal, constraint_for, field_for
 from ..prompts import problem_fields
 from . import compare
 from .context import RunContext, StageReport
@@ -106,7 +106,8 @@ def _requests(ctx: RunContext, candidates: list[Trajectory], round_: int) -> dic
     repair = ctx.prompts.refine(ctx.task.prompt)
     revise = ctx.prompts.get(REVISE) if config.refine == "semantic" else None
     guide = ctx.prompts.guide(ctx.task.solver)
-    grammar = grammar_for(ctx.task.solver, config.max_tokens) if config.constrain else None
+    constraint = constraint_for(ctx.task.solver, config.max_tokens) if config.constrain else None
+    grammar = constraint.grammar if constraint else None
     asks = {}
     for trajectory in candidates:
         if round_ in trajectory.refined and not trajectory.refined[round_].retry():
@@ -131,6 +132,7 @@ def _requests(ctx: RunContext, candidates: list[Trajectory], round_: int) -> dic
         asks[trajectory.id] = _Ask(
             Request(trajectory.id, messages, 0.0, config.max_tokens, purpose=purpose, problem=trajectory.id,
                     grammar=grammar, grammar_field=field_for(config.constrain_format),
+                    then=constraint.then if constraint else None,
                     stop=repair.stop if purpose == "refine" else ()),
             program_sha(parent), sha)
     return asks

@@ -6,6 +6,7 @@ Tests and benchmarks run the real `openai` client against it: no network, no moc
 from __future__ import annotations
 
 import json
+import re
 import socket
 import struct
 import threading
@@ -133,7 +134,8 @@ class FakeOpenAI:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 # Reply functions route on what the request is for, never on prompt wording.
                 body["_logicpipe"] = {"purpose": self.headers.get("X-Logicpipe-Purpose", ""),
-                                      "problem": self.headers.get("X-Logicpipe-Problem", "")}
+                                      "problem": self.headers.get("X-Logicpipe-Problem", ""),
+                                      "phase": self.headers.get("X-Logicpipe-Phase", "")}
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, b'{"error": {"message": "not found"}}')
                     return
@@ -155,6 +157,8 @@ class FakeOpenAI:
                     return
                 time.sleep(fake.latency)
                 text = fake.reply(body) if fault.content is None else fault.content
+                if body["_logicpipe"]["phase"] == "1":
+                    text = declarations(text)
                 if fault.oversize > len(text):  # a line of filler no program extraction strips
                     text += "\n" + "x" * (fault.oversize - len(text) - 1)
                 payload = json.dumps(completion(body, text, fault.usage)).encode()
@@ -179,6 +183,19 @@ def completion(body: dict, text: str, usage: dict[str, Any] | None = None) -> di
         "choices": [{"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": text}}],
         "usage": {**counted, **(usage or {})},
     }
+
+
+_CONSTRAINTS_HEADER = re.compile(r"^[ \t]*(#+[ \t]*)?constraints[ \t]*:?:?[ \t]*(:::.*)?$", re.IGNORECASE)
+
+
+def declarations(text: str) -> str:
+    """What a server decoding the first phase (llm/declared.py) under its grammar writes, simplified:
+    the reply up to and including its constraints header line (all of it where there is none)."""
+    lines = text.splitlines(keepends=True)
+    for number, line in enumerate(lines):
+        if _CONSTRAINTS_HEADER.match(line.rstrip("\n")):
+            return "".join(lines[:number + 1]).rstrip("\n") + "\n"
+    return text
 
 
 class ScriptedReplies:
@@ -219,7 +236,8 @@ class ScriptedReplies:
         if purpose != "formulate" or problem not in self.programs:
             return "I cannot translate this problem."
         with self._lock:
-            turn = self._served[problem]
-            self._served[problem] += 1
+            if meta.get("phase") in ("", "1"):  # a later phase of a request gets the same program
+                self._served[problem] += 1
+            turn = self._served[problem] - 1
         options = self.programs[problem]
         return options[turn % len(options)]

@@ -307,3 +307,73 @@ class Recogniser:
             return len(text) in match(Node("ref", "root"), 0)
         finally:
             sys.setrecursionlimit(limit)
+
+
+_PICK = "abcxyz019 _"
+
+
+def sample(grammar: str, rng: Any, depth: int = 10) -> str:
+    """A random text of the grammar's language: alternatives and repetition counts drawn at random,
+    and below `depth` rule references only the cheapest way to an end (classes give one of their
+    characters, a negated class one of a few plain ones). Iterative, so deep grammars are fine."""
+    rules = parse_grammar(grammar)
+    cost = {name: 10**6 for name in rules}
+
+    def weight(node: Node) -> int:
+        kind = node.kind
+        if kind == "ref":
+            return cost[node.value] + 1
+        if kind == "seq":
+            return max((weight(c) for c in node.value), default=0)
+        if kind == "alt":
+            return min(weight(c) for c in node.value)
+        if kind == "plus":
+            return weight(node.value)
+        if kind == "rep":
+            return weight(node.value[2]) if node.value[0] else 0
+        return 0
+
+    changed = True
+    while changed:
+        changed = False
+        for name, node in rules.items():
+            new = weight(node)
+            if new < cost[name]:
+                cost[name], changed = new, True
+
+    def char(node: Node) -> str:
+        negated, ranges = node.value
+        inside = [c for c in _PICK if any(low <= c <= high for low, high in ranges)]
+        if negated:
+            return rng.choice([c for c in _PICK if c not in inside])
+        low, high = rng.choice(ranges)
+        return chr(rng.randint(ord(low), ord(high)))
+
+    out: list[str] = []
+    stack: list[tuple[Node, int]] = [(rules["root"], 0)]
+    while stack:
+        node, level = stack.pop()
+        kind, deep = node.kind, level > depth
+        if kind == "lit":
+            out.append(node.value)
+        elif kind == "cls":
+            out.append(char(node))
+        elif kind == "any":
+            out.append(rng.choice(_PICK))
+        elif kind == "ref":
+            stack.append((rules[node.value], level + 1))
+        elif kind == "seq":
+            stack.extend((child, level) for child in reversed(node.value))
+        elif kind == "alt":
+            options = node.value
+            if deep:
+                least = min(weight(c) for c in options)
+                options = [c for c in options if weight(c) == least]
+            stack.append((rng.choice(options), level))
+        else:
+            low, high, item = {"star": (0, 3, node.value), "plus": (1, 3, node.value),
+                               "opt": (0, 1, node.value)}.get(kind) or node.value
+            high = min(low + 3 if high is None else high, low + 3)
+            count = low if deep else rng.randint(low, high)
+            stack.extend((item, level) for _ in range(count))
+    return "".join(out)

@@ -5,7 +5,9 @@ import json
 
 from logicpipe.llm import Request, cache_key, request_body
 from logicpipe.llm.constrain import grammar_for
+from logicpipe.llm.declared import first_grammar, literal
 from logicpipe.testing import FakeOpenAI, Fault, ScriptedReplies
+from logicpipe.testing.server import declarations
 from tests.conftest import cli
 
 LD = "LogicalDeduction_dev_gpt-4.json"
@@ -43,16 +45,29 @@ def _broken_first(data_dir):
 
 
 def test_constrained_run_sends_the_grammar_with_formulate_and_refine_requests(data_dir, tmp_path):
-    with FakeOpenAI(_broken_first(data_dir)) as fake:
+    """CSP is written in two phases (llm/declared.py): the declarations under the first grammar, then
+    the whole program under a grammar that fixes the first reply as its start."""
+    replies = _broken_first(data_dir)
+    with FakeOpenAI(replies) as fake:
         done = run(fake, data_dir, tmp_path, "--limit", "3", "--constrain")
         assert done.returncode == 0, done.stderr
-    purposes = [r["_logicpipe"]["purpose"] for r in fake.requests]
-    assert sorted(purposes) == ["formulate"] * 3 + ["refine"]
-    grammar = grammar_for("csp", 2048)
-    assert all(r["grammar"] == grammar and "guided_grammar" not in r for r in fake.requests)
+    sent = [(r["_logicpipe"]["purpose"], r["_logicpipe"]["phase"]) for r in fake.requests]
+    assert sorted(sent) == [("formulate", "1")] * 3 + [("formulate", "2")] * 3 + [("refine", "1"), ("refine", "2")]
+    first = first_grammar("csp", 2048)
+    assert all(r["grammar"] == first and "guided_grammar" not in r
+               for r in fake.requests if r["_logicpipe"]["phase"] == "1")
+    for request in fake.requests:
+        problem = request["_logicpipe"]["problem"]
+        if request["_logicpipe"] == {"purpose": "formulate", "problem": problem, "phase": "2"}:
+            prefix = declarations(replies.programs[problem][0])
+            assert prefix.rstrip().endswith("Constraints:")
+            assert f"root ::= {literal(prefix)} csp-rest\n" in request["grammar"]
     stage_dir = tmp_path / "logicaldeduction"
     refined = records(stage_dir / "refine-1.jsonl")
     assert refined[0]["id"] == "logical_deduction_0" and "BROKEN" not in refined[0]["program"]
+    formulated = records(stage_dir / "formulate.jsonl")
+    assert [r["program"].strip() for r in formulated[1:]] == [replies.programs[r["id"]][0].strip() for r in formulated[1:]]
+    assert all(r["usage"]["calls"] == 1 for r in formulated)
     assert json.loads((stage_dir / "metrics.json").read_text())["total"] == 3
     identity = json.loads((stage_dir / "run.json").read_text())["stages"]
     for stage in ("formulate", "refine"):
@@ -60,12 +75,23 @@ def test_constrained_run_sends_the_grammar_with_formulate_and_refine_requests(da
         assert len(identity[stage]["grammar_sha256"]) == 64
 
 
+def test_one_phase_languages_send_their_grammar_once(data_dir, tmp_path):
+    programs = data_dir / "programs" / "ProntoQA_dev_gpt-4.json"
+    with FakeOpenAI(ScriptedReplies.from_logic_lm(programs)) as fake:
+        done = cli("run", "-d", "prontoqa", "--data-dir", str(data_dir), "--out", str(tmp_path), "--model", "fake",
+                   "--base-url", fake.url, "--limit", "2", "--constrain")
+        assert done.returncode == 0, done.stderr
+    assert len(fake.requests) == 2
+    assert all(r["grammar"] == grammar_for("lp", 2048) and r["_logicpipe"]["phase"] == "" for r in fake.requests)
+
+
 def test_vllm_form_sends_guided_grammar(data_dir, tmp_path):
     with FakeOpenAI(ScriptedReplies.from_logic_lm(data_dir / "programs" / LD)) as fake:
         done = run(fake, data_dir, tmp_path, "--limit", "2", "--constrain", "--constrain-format", "vllm")
         assert done.returncode == 0, done.stderr
-    assert len(fake.requests) == 2
-    assert all(r["guided_grammar"] == grammar_for("csp", 2048) and "grammar" not in r for r in fake.requests)
+    assert len(fake.requests) == 4
+    assert all("guided_grammar" in r and "grammar" not in r for r in fake.requests)
+    assert [r["guided_grammar"] for r in fake.requests if r["_logicpipe"]["phase"] == "1"] == [first_grammar("csp", 2048)] * 2
 
 
 def test_unconstrained_run_sends_no_grammar_and_cannot_resume_constrained(data_dir, tmp_path):

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from logicpipe.core.errors import ProgramCheckError, ProgramParseError
+from logicpipe.llm.declared import first_grammar, next_grammar, phased
 from logicpipe.llm.grammars import LANGUAGES, load
 from logicpipe.solvers import get_solver
 from tests.llm.gbnf import Recogniser, _walk, parse_grammar
@@ -243,6 +244,10 @@ def test_a_decoding_rule_replaces_its_namesake_only_in_the_decoding_grammar(monk
     assert 'root ::= "b"{0,30} "\\n"' in decoding and '"a"' not in decoding and "decoding-" not in decoding
 
 
+SECOND_PHASE = {"csp": 'Variables:\nowl [IN] ["a \\"b\\""]\nConstraints:\n',
+                "smt": "# Declarations\nx = EnumSort([A, B])\nf = Function([x] -> [x])\n# Constraints\n"}
+
+
 @pytest.mark.parametrize("language", LANGUAGES)
 def test_llama_cpp_takes_the_decoding_grammar(language):
     """llama.cpp's own GBNF reader, with SmolLM2's vocabulary (scripts/llm-setup.sh installs both, and
@@ -261,9 +266,15 @@ def test_llama_cpp_takes_the_decoding_grammar(language):
         vocab = llama_cpp.llama_model_get_vocab(model)
         refused = llama_cpp.llama_sampler_init_grammar(vocab, b'root ::= ("a" x{0,200}){0,200}\nx ::= "b"\n', b"root")
         assert not refused  # the limit this test is about
-        sampler = llama_cpp.llama_sampler_init_grammar(vocab, load(language, decoding=True).encode(), b"root")
-        assert sampler
-        llama_cpp.llama_sampler_free(sampler)
+        grammars = [load(language, decoding=True)]
+        if phased(language):  # both phases (llm/declared.py), the second after a first reply
+            grammars += [first_grammar(language, 512), next_grammar(language, 512, SECOND_PHASE[language])]
+            if language == "smt":  # the phase between: functions over the declared sorts
+                grammars.append(next_grammar(language, 512, SECOND_PHASE[language].split("[x] ->")[0]))
+        for grammar in grammars:
+            sampler = llama_cpp.llama_sampler_init_grammar(vocab, grammar.encode(), b"root")
+            assert sampler
+            llama_cpp.llama_sampler_free(sampler)
     finally:
         llama_cpp.llama_model_free(model)
 

@@ -34,7 +34,8 @@ def llm_run(fake, data_dir, out, dataset, *extra):
 
 
 def sent(fake, purpose: str, problem: str) -> list[list[dict]]:
-    return [r["messages"] for r in fake.requests if r["_logicpipe"] == {"purpose": purpose, "problem": problem}]
+    return [r["messages"] for r in fake.requests
+            if (r["_logicpipe"]["purpose"], r["_logicpipe"]["problem"]) == (purpose, problem)]
 
 
 NO_PROGRAM_REPLIES = ["", "  \n\t \n", "I cannot translate this problem into a program.", "Sure!\n```\n\n```"]
