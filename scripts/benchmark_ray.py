@@ -14,7 +14,7 @@ CPU cost (bounded by the cores the nodes share here: on separate machines each n
 Prints calls per second per configuration and the speed-up per node.
 
 usage: python scripts/benchmark_ray.py [--part sizes|nodes|all] [--sizes 100,3000,10000,30000] [--calls 12]
-       [--node-calls 24] [--latency 0.25] [--cpu-size 60000]
+       [--node-calls 40] [--latency 0.25] [--cpu-size 60000]
 """
 
 from __future__ import annotations
@@ -138,7 +138,7 @@ def main() -> None:
     parser.add_argument("--part", choices=("sizes", "nodes", "all"), default="all")
     parser.add_argument("--sizes", default="100,3000,10000,30000")
     parser.add_argument("--calls", type=int, default=12)
-    parser.add_argument("--node-calls", type=int, default=24)
+    parser.add_argument("--node-calls", type=int, default=40)
     parser.add_argument("--latency", type=float, default=0.25)
     parser.add_argument("--cpu-size", type=int, default=60000)
     parser.add_argument("--drive", metavar="ADDRESS", help=argparse.SUPPRESS)  # the nodes part's driver
