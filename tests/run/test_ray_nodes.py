@@ -62,7 +62,9 @@ def on_ray(cluster, data_dir, out, *extra):
 def same_as_local(out, local_run, count):
     ray_solved, local_solved = records(out, "solve"), records(local_run, "solve")
     assert len(ray_solved) == count
-    assert without_placement(ray_solved) == {key: without_placement(local_solved)[key] for key in ray_solved}
+    ray_rows, local_rows = without_placement(ray_solved), without_placement(local_solved)
+    differ = {key: (ray_rows[key], local_rows[key]) for key in ray_rows if ray_rows[key] != local_rows[key]}
+    assert not differ, f"{len(differ)} records differ from the local run's, e.g. {next(iter(differ.values()))}"
     for stage in ("interpret", "evaluate"):
         local = records(local_run, stage)
         assert records(out, stage) == {key: local[key] for key in ray_solved}
