@@ -64,7 +64,7 @@ class Cluster:
         self.addresses = [f"{SUBNET}.{i + 1}" for i in range(nodes)]
         self.num_cpus = num_cpus
         self.head_address = f"{self.addresses[0]}:{PORT}"
-        self.root = Path(tempfile.mkdtemp(prefix="lpray"))  # short: Ray's socket paths must fit 107 bytes
+        self.root = Path(tempfile.mkdtemp(prefix="lpray", dir="/tmp"))  # Ray's socket paths must fit 107 bytes
         self.ray = str(Path(sys.executable).parent / "ray")
         # A token of this cluster's own: every node and driver gets it, nothing is read from ~/.ray.
         self.env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32),
