@@ -7,7 +7,7 @@ WORKERS ?= 2
 # Tests and CI read Logic-LM's files from ../shared/logic-lm unless LOGICPIPE_DATA says otherwise.
 export LOGICPIPE_DATA ?= $(if $(wildcard ../shared/logic-lm/data),$(abspath ../shared/logic-lm),)
 
-.PHONY: setup test test-all test-llm test-llm-smoke check lint table3 table2 reproduce benchmark clean docs docs-cli
+.PHONY: setup test test-all test-ray-nodes test-llm test-llm-smoke check lint table3 table2 reproduce benchmark clean docs docs-cli
 
 setup:
 	bash scripts/setup.sh
@@ -23,6 +23,11 @@ test: setup
 
 test-all: setup
 	$(PY) -m pytest -q -m "not llm" -n $(TEST_WORKERS) --dist loadgroup
+
+# Ray on two real nodes (a head and a worker node in their own network namespaces): needs root, skips
+# with the reason elsewhere; about 2 minutes. `make test-all` runs it too; CI runs it after `make test`.
+test-ray-nodes: setup
+	$(PY) -m pytest -q -rs -m slow tests/run/test_ray_nodes.py
 
 # The real-model tests: SmolLM2-135M on a local llama.cpp server (scripts/llm-setup.sh installs it).
 test-llm: setup

@@ -66,7 +66,10 @@ class RayExecutor:
     def __init__(self, target: str, memory_mb: int, address: str | None = None, retries: int = RETRIES):
         self.ray = connect(address)
         self.target, self.memory_mb, self.retries = target, memory_mb, retries
-        self.remote = self.ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=True)(run_call)
+        # SPREAD: Ray's default policy fills the driver's node first and spills over late, so on 2 nodes of
+        # 1 CPU, 32 calls of 0.25 s split 2:1 and ran 1.6x faster than on 1 node; spread evenly, 1.95x.
+        self.remote = self.ray.remote(num_cpus=1, max_retries=retries, retry_exceptions=True,
+                                      scheduling_strategy="SPREAD")(run_call)
         self._pending: dict[Any, tuple[SolverCall, float]] = {}
 
     def check(self, solver: str) -> None:
