@@ -27,7 +27,7 @@ PHASED = {"csp": ("csp-declare", "csp-rest"), "smt": ("smt-sorts", "smt-rest")}
 # keep a request going round.
 MAX_PHASES = 3
 # Changes whenever a later phase's rules change: it is hashed into the run identity with the grammar.
-VERSION = "declared-names-3"
+VERSION = "declared-names-4"
 
 _CSP_VARIABLE = re.compile(r"^[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\[IN\]")
 _SMT_DECLARATION = re.compile(r"^[ \t]*([A-Za-z0-9_]+)[ \t]*=[ \t]*(EnumSort|IntSort|Function)[ \t]*\((.*)\)")

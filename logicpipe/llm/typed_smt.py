@@ -7,8 +7,8 @@ an option's argument are conditions; `==` and `!=` compare two terms of one sort
 are over integers (numbered sorts, IntSort names, `int` results, Count); a function takes terms of its
 declared sorts. A scope ranges over one sort and binds its one variable name (the shortest start of the
 sort's name no other sort's has: `ForAll([p:people], ...)`), which stands only inside the scope: the
-expression rules come in one copy for each set of sorts whose variables are bound (suffix -m0 outside
-every scope, -mN inside those of the sorts in the bit mask N). Every text of these rules is a Python
+expression rules come in one copy for each set of sorts whose variables are bound and each depth of
+nesting (suffix -mNdD: inside the scopes of the sorts in the bit mask N, D calls or parentheses deep). Every text of these rules is a Python
 expression that solvers/pyexpr.py reads (the tests hold it to the parser and the solver).
 """
 
@@ -26,6 +26,10 @@ _JOINED, _TERMS, _ARGUMENTS = 3, 3, 7
 # Sorts a scope may range over: the expression rules come in a copy for each set of them bound (2**4
 # copies at most); AR-LSAT's programs range over one to three.
 SCOPED = 4
+# Calls and parentheses nested in one another: SmolLM2-135M nested functions until its tokens ran
+# out (f(g(f(g(...))))), a program cut before its options. Four hold `ForAll([s:slots], Count([p:people],
+# slot(p) == s) <= 1)` with room to spare; the rules come in a copy for each depth.
+DEPTH = 4
 
 
 @dataclass(frozen=True)
@@ -84,66 +88,93 @@ def _variable_prefix(sort: str, used: set[str]) -> str:
 def typed_rules(sorts: Sorts, quote: Callable[[str], str]) -> dict[str, str]:
     """The rules (smt-constraint and smt-option replaced) for a program with these sorts; `quote`
     makes a GBNF literal."""
+    top = _where(0, 0)
     rules = {
-        "smt-constraint": "ws z-bool-m0 ws py-note? eol",
-        "smt-option": (f"ws ({_alt(CHECKS, quote)}) ws \"(\" ws z-bool-m0 ws \")\" ws py-note? eol | "
-                       f"ws \"is_exception\" ws \"(\" ws ({_alt(CHECKS, quote)}) ws \"(\" ws z-bool-m0 ws \")\" ws \")\" "
-                       "ws py-note? eol | ws \"is_accurate_list\" ws \"(\" ws \"[\" ws z-bool-m0 "
-                       f"(ws \",\" ws z-bool-m0){{0,{_ARGUMENTS}}} ws \"]\" ws \")\" ws py-note? eol"),
+        "smt-constraint": f"ws z-bool-{top} ws py-note? eol",
+        "smt-option": (f"ws ({_alt(CHECKS, quote)}) ws \"(\" ws z-bool-{top} ws \")\" ws py-note? eol | "
+                       f"ws \"is_exception\" ws \"(\" ws ({_alt(CHECKS, quote)}) ws \"(\" ws z-bool-{top} ws \")\" "
+                       f"ws \")\" ws py-note? eol | ws \"is_accurate_list\" ws \"(\" ws \"[\" ws z-bool-{top} "
+                       f"(ws \",\" ws z-bool-{top}){{0,{_ARGUMENTS}}} ws \"]\" ws \")\" ws py-note? eol"),
         "z-op": '"==" | "!=" | "<=" | ">=" | "<" | ">"',
         "z-eq": '"==" | "!="',
     }
     scoped = list(sorts.scoped)[:SCOPED]
-    for mask in range(1 << len(scoped)):
-        rules.update(_context(sorts, scoped, mask, quote))
+    todo, done = [(0, 0)], set()
+    while todo:  # the contexts reachable from the top: a scope adds its sort, a nesting adds depth
+        mask, depth = todo.pop()
+        if (mask, depth) in done:
+            continue
+        done.add((mask, depth))
+        context, reached = _context(sorts, scoped, mask, depth, quote)
+        rules.update(context)
+        todo += reached
     return rules
 
 
-def _context(sorts: Sorts, scoped: list[str], mask: int, quote: Callable[[str], str]) -> dict[str, str]:
-    """The rules of expressions inside the scopes of the sorts in `mask` (bit i: scoped[i] is bound)."""
+def _where(mask: int, depth: int) -> str:
+    return f"m{mask}d{depth}"
+
+
+def _context(sorts: Sorts, scoped: list[str], mask: int, depth: int,
+             quote: Callable[[str], str]) -> tuple[dict[str, str], list[tuple[int, int]]]:
+    """The rules of expressions `depth` calls or parentheses deep, inside the scopes of the sorts in
+    `mask` (bit i: scoped[i] is bound), and the contexts they refer to. At DEPTH only atoms stand."""
     classes = list(sorts.members)
-    where = f"m{mask}"
+    where, deeper = _where(mask, depth), _where(mask, depth + 1)
+    nests = depth < DEPTH
+    reached = [(mask, depth + 1)] if nests else []
     calls: dict[str, list[str]] = {c: [] for c in [*classes, BOOL]}
     for name, (arguments, result) in sorts.functions.items():
-        args = ' ws "," ws '.join(_term(c, where) for c in arguments)
-        calls.setdefault(result, []).append(f"{quote(name)} ws \"(\" ws {args} ws \")\"")
+        args = ' ws "," ws '.join(_term(c, deeper) for c in arguments)
+        if nests:
+            calls.setdefault(result, []).append(f"{quote(name)} ws \"(\" ws {args} ws \")\"")
     variables: dict[str, list[str]] = {c: [] for c in classes}
     for bit, sort in enumerate(scoped):
         cls, prefix = sorts.scoped[sort]
         if mask & (1 << bit):
             variables[cls].append(quote(prefix))
-    b, n = f"z-bool-{where}", f"z-int-{where}"
+    b, n, bd, nd = f"z-bool-{where}", f"z-int-{where}", f"z-bool-{deeper}", f"z-int-{deeper}"
 
     def scope(name: str, body: Callable[[str], str]) -> list[str]:
         """A call over a one-variable scope of each sort, its body in the context with that sort bound."""
-        return [f"{quote(name)} ws \"(\" ws \"[\" ws {quote(sorts.scoped[sort][1])} ws \":\" ws {quote(sort)} ws "
-                f"\"]\" ws \",\" ws {body(f'm{mask | (1 << bit)}')} ws \")\"" for bit, sort in enumerate(scoped)]
+        out = []
+        for bit, sort in enumerate(scoped):
+            if nests:
+                inner = (mask | (1 << bit), depth + 1)
+                reached.append(inner)
+                out.append(f"{quote(name)} ws \"(\" ws \"[\" ws {quote(sorts.scoped[sort][1])} ws \":\" ws "
+                           f"{quote(sort)} ws \"]\" ws \",\" ws {body(_where(*inner))} ws \")\"")
+        return out
 
     rules = {
         b: f"z-batom-{where} (py-sp (\"and\" | \"or\") py-sp z-batom-{where}){{0,{_JOINED}}}",
         f"z-batom-{where}": f"(\"not\" py-sp)? z-bbase-{where}",
-        f"z-bbase-{where}": " | ".join([f"z-cmp-{where}", '"True"', '"False"', f"\"(\" ws {b} ws \")\"",
-                                        f"z-bcall-{where}"]),
         f"z-cmp-{where}": " | ".join([f"{n} ws z-op ws {n}"] + [f"{_term(c, where)} ws z-eq ws {_term(c, where)}"
                                                                 for c in classes if c != INT]),
         n: f"(\"-\" ws)? z-iatom-{where} (ws (\"+\" | \"-\" | \"*\") ws z-iatom-{where}){{0,{_TERMS}}}",
-        f"z-iatom-{where}": " | ".join(
-            ["py-int", f"\"(\" ws {n} ws \")\"", f"\"If\" ws \"(\" ws {b} ws \",\" ws {n} ws \",\" ws {n} ws \")\"",
-             f"\"abs\" ws \"(\" ws {n} ws \")\""] + scope("Count", lambda inner: f"z-bool-{inner}")
-            + [quote(m) for m in sorts.members[INT]] + calls[INT] + variables[INT]),
     }
-    bool_calls = [f"\"Not\" ws \"(\" ws {b} ws \")\"",
-                  f"(\"Implies\" | \"Xor\") ws \"(\" ws {b} ws \",\" ws {b} ws \")\"",
-                  f"(\"And\" | \"Or\") ws \"(\" ws {b} (ws \",\" ws {b}){{1,{_ARGUMENTS}}} ws \")\""]
+    nested_ints = [f"\"(\" ws {nd} ws \")\"", f"\"If\" ws \"(\" ws {bd} ws \",\" ws {nd} ws \",\" ws {nd} ws \")\"",
+                   f"\"abs\" ws \"(\" ws {nd} ws \")\""] if nests else []
+    rules[f"z-iatom-{where}"] = " | ".join(
+        ["py-int", *nested_ints, *scope("Count", lambda inner: f"z-bool-{inner}")]
+        + [quote(m) for m in sorts.members[INT]] + calls[INT] + variables[INT])
+    bool_calls = [f"\"Not\" ws \"(\" ws {bd} ws \")\"",
+                  f"(\"Implies\" | \"Xor\") ws \"(\" ws {bd} ws \",\" ws {bd} ws \")\"",
+                  f"(\"And\" | \"Or\") ws \"(\" ws {bd} (ws \",\" ws {bd}){{1,{_ARGUMENTS}}} ws \")\""] if nests else []
     bool_calls += scope("ForAll", lambda inner: f"z-bool-{inner}") + scope("Exists", lambda inner: f"z-bool-{inner}")
     bool_calls += scope("Distinct", lambda inner: "(" + " | ".join(_term(c, inner) for c in classes) + ")")
     for c in classes:
-        term = _term(c, where)
-        bool_calls.append(f"\"Distinct\" ws \"(\" ws {term} (ws \",\" ws {term}){{1,{_ARGUMENTS}}} ws \")\"")
+        if nests:
+            term = _term(c, deeper)
+            bool_calls.append(f"\"Distinct\" ws \"(\" ws {term} (ws \",\" ws {term}){{1,{_ARGUMENTS}}} ws \")\"")
         if c != INT:
-            rules[term] = " | ".join([_alt(sorts.members[c], quote)] + calls[c] + variables[c])
-    rules[f"z-bcall-{where}"] = " | ".join(bool_calls + calls[BOOL])
-    return rules
+            rules[_term(c, where)] = " | ".join([_alt(sorts.members[c], quote)] + calls[c] + variables[c])
+    base = [f"z-cmp-{where}", '"True"', '"False"'] + ([f"\"(\" ws {bd} ws \")\""] if nests else [])
+    if bool_calls or calls[BOOL]:
+        rules[f"z-bcall-{where}"] = " | ".join(bool_calls + calls[BOOL])
+        base.append(f"z-bcall-{where}")
+    rules[f"z-bbase-{where}"] = " | ".join(base)
+    return rules, reached
 
 
 def _term(cls: str, where: str) -> str:
