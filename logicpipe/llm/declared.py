@@ -27,7 +27,7 @@ PHASED = {"csp": ("csp-declare", "csp-rest"), "smt": ("smt-sorts", "smt-rest")}
 # keep a request going round.
 MAX_PHASES = 3
 # Changes whenever a later phase's rules change: it is hashed into the run identity with the grammar.
-VERSION = "declared-names-4"
+VERSION = "declared-names-5"
 
 _CSP_VARIABLE = re.compile(r"^[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\[IN\]")
 _SMT_DECLARATION = re.compile(r"^[ \t]*([A-Za-z0-9_]+)[ \t]*=[ \t]*(EnumSort|IntSort|Function)[ \t]*\((.*)\)")
@@ -63,6 +63,9 @@ def next_grammar(language: str, max_tokens: int | None, text: str) -> str | None
     rules = _csp_rules(prefix) if language == "csp" else _smt_rules(prefix)
     if rules is None:
         return None
+    # Space between tokens is one space at most from here on (the fixed start keeps its own): SmolLM2
+    # padded its expressions with tabs, a token each, until a program's options were cut off.
+    rules["ws"] = '" "?'
     return _set_rules(_set_rule(grammar, "root", f"{literal(prefix)} {PHASED[language][1]}"), rules)
 
 

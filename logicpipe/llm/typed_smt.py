@@ -27,9 +27,9 @@ _JOINED, _TERMS, _ARGUMENTS = 3, 3, 7
 # copies at most); AR-LSAT's programs range over one to three.
 SCOPED = 4
 # Calls and parentheses nested in one another: SmolLM2-135M nested functions until its tokens ran
-# out (f(g(f(g(...))))), a program cut before its options. Four hold `ForAll([s:slots], Count([p:people],
-# slot(p) == s) <= 1)` with room to spare; the rules come in a copy for each depth.
-DEPTH = 4
+# out (f(g(f(g(...))))), a program cut before its options. Three hold `ForAll([s:slots], Count([p:people],
+# slot(p) == s) <= 1)`; the rules come in a copy for each depth.
+DEPTH = 3
 
 
 @dataclass(frozen=True)

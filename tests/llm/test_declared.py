@@ -81,7 +81,7 @@ def test_the_second_phase_keeps_the_first_and_takes_declared_names_only(grammars
     ("slot(Ann)", False),  # a constraint is a condition
     ("And(slot(Ann) == 1, Not(slot(Bob) == 1))", True),
     ("abs(abs(slot(Ann))) > 0", True),
-    ("abs(abs(abs(abs(slot(Ann))))) > 0", False),  # calls nest four deep at most
+    ("abs(abs(abs(slot(Ann)))) > 0", False),  # calls nest three deep at most
 ])
 def test_smt_names_arities_sorts_and_scopes_are_the_declared_ones(grammars, constraint, ok):
     assert grammars["smt2"].accepts(SMT_DECLARED + constraint + "\n# Options\nis_sat(slot(Ann) == 2)\n") is ok

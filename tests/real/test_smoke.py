@@ -10,15 +10,14 @@ from tests.real.test_smollm2 import records
 
 pytestmark = [pytest.mark.llm, pytest.mark.smoke]
 
-# One dataset per formalism; logic programming executes, the others must at least parse (SmolLM2's CSP
-# and SMT programs use names they never declared, which a context-free grammar cannot forbid).
+# One dataset per formalism; every program parses and executes (CSP and SMT written in phases, with
+# declared names only: llm/declared.py).
 SMOKE = {"prontoqa": 2, "folio": 2, "logicaldeduction": 1, "ar-lsat": 1}
-EXECUTES = {"prontoqa"}
 
 
 @pytest.mark.timeout(600)
 @pytest.mark.parametrize("dataset", SMOKE)
-def test_constrained_programs_reach_every_stage_and_parse(llama_server, data_dir, tmp_path, dataset):
+def test_constrained_programs_reach_every_stage_parse_and_execute(llama_server, data_dir, tmp_path, dataset):
     options = cli_options(True)
     rounds = options.index("--max-rounds")
     options[rounds + 1] = "0"  # refinement is exercised by the full suite; here it would double the time
@@ -36,5 +35,5 @@ def test_constrained_programs_reach_every_stage_and_parse(llama_server, data_dir
         assert sorted(r["id"] for r in records(stage_dir / f"{stage}.jsonl")) == ids, stage
     parsed, total = parse_counts(stage_dir)
     assert parsed == total == SMOKE[dataset], (parsed, total)
-    if dataset in EXECUTES:
-        assert all(r["error"] is None for r in records(stage_dir / "solve.jsonl")), records(stage_dir / "solve.jsonl")
+    solved = records(stage_dir / "solve.jsonl")  # an answer, or no single answer: the program ran
+    assert all(r["error"] is None or r["error"]["category"] == "no_answer" for r in solved), solved
