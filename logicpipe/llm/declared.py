@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .grammars import load
+from .grammars import LINE_TOKENS, LINES, SPARE_TOKENS, load
 from .typed_smt import sorts_of, typed_rules
 
 # Languages written in phases: the rule their first phase writes, and the rule that writes the rest
@@ -27,11 +27,14 @@ PHASED = {"csp": ("csp-declare", "csp-rest"), "smt": ("smt-sorts", "smt-rest")}
 # keep a request going round.
 MAX_PHASES = 3
 # Changes whenever a later phase's rules change: it is hashed into the run identity with the grammar.
-VERSION = "declared-names-5"
+VERSION = "declared-names-6"
 
 _CSP_VARIABLE = re.compile(r"^[ \t]*([A-Za-z_][A-Za-z0-9_]*)[ \t]*\[IN\]")
 _SMT_DECLARATION = re.compile(r"^[ \t]*([A-Za-z0-9_]+)[ \t]*=[ \t]*(EnumSort|IntSort|Function)[ \t]*\((.*)\)")
 _SMT_FUNCTION_START = re.compile(r"(^|\n)[ \t]*[A-Za-z0-9_]+[ \t]*=[ \t]*Function[ \t]*\($")
+_ANY_DECLARATION = re.compile(r"^[ \t]*([A-Za-z0-9_]+)[ \t]*(?:=|\[IN\])")
+# Characters a token of code holds, at the least (SmolLM2's tokenizer on the released programs: 3 to 4).
+_CHARS_PER_TOKEN = 3
 _HEADER = {"csp": re.compile(r"^[ \t]*Constraints[ \t]*::?"),
            "smt": re.compile(r"^[ \t]*#+[ \t]*constraints[ \t]*(:::.*)?$", re.IGNORECASE)}
 
@@ -66,7 +69,28 @@ def next_grammar(language: str, max_tokens: int | None, text: str) -> str | None
     # Space between tokens is one space at most from here on (the fixed start keeps its own): SmolLM2
     # padded its expressions with tabs, a token each, until a program's options were cut off.
     rules["ws"] = '" "?'
-    return _set_rules(_set_rule(grammar, "root", f"{literal(prefix)} {PHASED[language][1]}"), rules)
+    rest = PHASED[language][1]
+    rules[rest] = _rest_lines(_rule_body(grammar, rest), max_tokens, prefix)
+    return _set_rules(_set_rule(grammar, "root", f"{literal(prefix)} {rest}"), rules)
+
+
+def _rest_lines(body: str, max_tokens: int | None, prefix: str) -> str:
+    """The rest's two sections (constraints, then query or options) with no more lines each than the
+    decoding grammar allows, nor than fit the tokens the fixed start leaves: its lines name what was declared, and SmolLM2-135M declared
+    names of 24 characters and wrote lines of 30 tokens, so its last option was cut at max_tokens."""
+    if max_tokens is None:
+        return body
+    names = [len(m.group(1)) for m in map(_ANY_DECLARATION.match, prefix.splitlines()) if m]
+    line = LINE_TOKENS + 2 * (max(names, default=0) // _CHARS_PER_TOKEN)
+    spare = max_tokens - len(prefix) // _CHARS_PER_TOKEN - SPARE_TOKENS // 2
+    lines = max(1, min(LINES, spare // (2 * line)))
+    # Never more than the one-phase decoding grammar allows (sized for the whole program).
+    return re.sub(r"\{0,(\d+)\}", lambda m: f"{{0,{min(int(m.group(1)), lines - 1)}}}", body)
+
+
+def _rule_body(grammar: str, name: str) -> str:
+    start = f"{name} ::= "
+    return next(line[len(start):] for line in grammar.splitlines() if line.startswith(start))
 
 
 @dataclass(frozen=True)
@@ -158,6 +182,6 @@ def _set_rule(grammar: str, name: str, body: str) -> str:
     lines = grammar.splitlines()
     start = f"{name} ::= "
     replaced = [f"{start}{body}" if line.startswith(start) else line for line in lines]
-    if replaced == lines:
+    if not any(line.startswith(start) for line in lines):
         replaced.append(f"{start}{body}")
     return "\n".join(replaced) + "\n"

@@ -141,6 +141,15 @@ def test_a_repeated_declaration_is_left_out_of_the_fixed_start():
     assert second.accepts(CSP_DECLARED + CSP_REST) and not second.accepts(twice + CSP_REST)
 
 
+def test_the_rest_gets_no_more_lines_than_the_tokens_left_hold():
+    long = "# Declarations\npeople = EnumSort([Ann, Bob])\n" + "".join(
+        f"a_function_name_of_twenty_{i} = Function([people] -> [people])\n" for i in range(6)) + "# Constraints\n"
+    rest = [line for line in next_grammar("smt", 512, long).splitlines() if line.startswith("smt-rest ::= ")]
+    assert len(rest) == 1 and "{0,3}" in rest[0]
+    assert "{0,4}" in next(line for line in next_grammar("smt", 512, SMT_DECLARED).splitlines()
+                           if line.startswith("smt-rest ::= "))
+
+
 def test_a_first_phase_cut_short_goes_on_as_the_reply():
     assert next_grammar("csp", 512, "Variables:\nowl [IN] [1, 2") is None
     assert next_grammar("smt", 512, "# Declarations\n# Constraints\n") is None
