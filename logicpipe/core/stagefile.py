@@ -91,7 +91,10 @@ class StageFile(Generic[R]):
         line = self._raw(offset)
         if self.warnings is not None:
             return tolerant(self.model).model_validate_json(line)
-        return parse_line(self.path, self._line_number(offset), line, self.model)
+        try:
+            return self.model.model_validate_json(line)
+        except ValueError:  # named by its line number, counted only now that it is needed
+            return parse_line(self.path, self._line_number(offset), line, self.model)
 
     def _raw(self, offset: int) -> bytes:
         if self._reader is None:
