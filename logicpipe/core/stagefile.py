@@ -105,7 +105,10 @@ class StageFile(Generic[R]):
     def write(self, record: R) -> None:
         if self._appender is None:
             self._appender = Appender(self.path)
-            self._torn = False  # the appender cut the torn line
+            self._torn = False  # the appender cut the torn line...
+            if self._reader is not None:  # ...which the reader's buffer may still hold where new lines go
+                self._reader.close()
+                self._reader = None
         offset = self._appender.write(record)
         self._lines.append(sys.intern(record.id))
         self._offsets[self._lines[-1]] = offset
