@@ -40,7 +40,8 @@ class StageFile(Generic[R]):
         self._torn = False
         self._reader: BinaryIO | None = None
         self._appender: Appender | None = None
-        self._kept: list[str] | None = None  # see defer()
+        self._deferred = False  # see defer()
+        self._kept: list[str] | None = None  # the ids deferred finishes named; None before the first
         self._index()
         self.done: Mapping[str, R] = _Done(self)
 
@@ -124,21 +125,23 @@ class StageFile(Generic[R]):
     def defer(self) -> None:
         """Run in chunks: finish() only notes each chunk's ids, and settle() orders the file once, at the
         end of the run (each chunk's finish would otherwise rewrite the whole file)."""
-        if self._kept is None:
-            self._kept = []
+        self._deferred = True
 
     def finish(self, order: Iterable[str]) -> None:
         """Keep exactly the records for `order`, in that order. The file is rewritten only when it
         differs (a resumed, parallel, killed or re-scoped run), so a complete run ends byte-identical."""
-        if self._kept is not None:
+        if self._deferred:
+            if self._kept is None:
+                self._kept = []
             self._kept += order
             return
         self._order(list(order))
 
     def settle(self) -> None:
-        """The deferred finish of a chunked run, over all its chunks' ids."""
-        if self._kept is not None:
-            kept, self._kept = self._kept, None
+        """The deferred finish of a chunked run, over all its chunks' ids. A file the run only read (no
+        stage finished it: `evaluate` run on its own reads the solve records) is left as it is."""
+        kept, self._kept, self._deferred = self._kept, None, False
+        if kept is not None:
             self._order(kept)
 
     def _order(self, order: list[str]) -> None:

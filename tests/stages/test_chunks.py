@@ -9,7 +9,7 @@ import random
 import pytest
 
 from logicpipe.core.trajectory import Trajectory
-from logicpipe.stages import RunConfig, run, runner
+from logicpipe.stages import RunConfig, run, run_stages, runner
 from logicpipe.testing.puzzles import generate
 
 SIZE, CHUNK = 240, 40
@@ -81,3 +81,13 @@ def test_a_run_killed_at_ninety_percent_resumes_to_an_uninterrupted_runs_files(t
     assert {s.name: s.new for s in resumed.stages} == \
         {"formulate": 0, "solve": SIZE - done, "refine": 0, "interpret": CHUNK, "evaluate": CHUNK}
     assert files(killed) == files(tmp_path / "whole")
+
+
+def test_a_stage_run_alone_on_a_chunked_run_leaves_the_files_it_only_reads(task, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "CHUNK", CHUNK, raising=False)
+    out = tmp_path / "run"
+    whole = run(config(task, out))
+    before = {p.name: p.read_bytes() for p in (out / "scale").glob("*.jsonl")}
+    again = run_stages(config(task, out), ["evaluate"])
+    assert {p.name: p.read_bytes() for p in (out / "scale").glob("*.jsonl")} == before
+    assert again.metrics == whole.metrics
