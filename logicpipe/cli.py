@@ -285,11 +285,13 @@ def view(run_dir: Path = typer.Argument(..., help="a run directory (the --out of
          data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder, for problem texts"),
          task: Optional[Path] = typer.Option(None, "--task", "-t", help="task file of a --task run, for its problem texts (default: the one run.json names)"),
          serve: bool = typer.Option(False, "--serve", help="also serve the page on 127.0.0.1 until Ctrl-C"),
-         port: int = typer.Option(0, "--port", help="port for --serve (0: a free one)")) -> None:
+         port: int = typer.Option(0, "--port", help="port for --serve (0: a free one)"),
+         limit: int = typer.Option(1000, "--limit", min=0, help="problems per dataset the page holds (0: all); the metrics cover all"),
+         offset: int = typer.Option(0, "--offset", min=0, help="first problem (in run order) the page holds")) -> None:
     """Write one self-contained HTML page: metrics, charts, a filterable problem table and drill-downs."""
     from .report.viewer import page_server, url, write_html
 
-    page = write_html(run_dir, out, data_dir, task)
+    page = write_html(run_dir, out, data_dir, task, limit, offset)
     console.print(f"wrote {page}", markup=False, highlight=False)
     if serve:
         server = page_server(page, port)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
 from typing import TypeVar
@@ -73,7 +73,7 @@ def read_records(path: Path, model: type[M], warnings: list[str] | None = None) 
         if not line.strip():
             continue
         if warnings is None:
-            records.append(_parse_line(path, number, line, model))
+            records.append(parse_line(path, number, line, model))
             continue
         try:
             records.append(tolerant(model).model_validate_json(line))
@@ -82,7 +82,7 @@ def read_records(path: Path, model: type[M], warnings: list[str] | None = None) 
     return records
 
 
-def _parse_line(path: Path, number: int, line: bytes, model: type[M]) -> M:
+def parse_line(path: Path, number: int, line: bytes, model: type[M]) -> M:
     try:
         return model.model_validate_json(line)
     except ValidationError as exc:
@@ -131,11 +131,14 @@ class Appender:
         repair_torn_tail(path)
         self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
 
-    def write(self, record: BaseModel) -> None:
+    def write(self, record: BaseModel) -> int:
+        """Append the record; returns the byte offset its line starts at (this is the only writer)."""
         data = encode_record(record)
+        offset = os.lseek(self._fd, 0, os.SEEK_END)
         written = os.write(self._fd, data)
         if written != len(data):
             raise OSError(f"short write ({written} of {len(data)} bytes)")
+        return offset
 
     def close(self) -> None:
         os.close(self._fd)
@@ -145,15 +148,6 @@ class Appender:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def rewrite_in_order(path: Path, records: Iterable[BaseModel]) -> None:
-    """Replace the file by the given records (atomic rename), used to put finished stages in input order."""
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as handle:
-        for record in records:
-            handle.write(encode_record(record).decode())
-    os.replace(tmp, path)
 
 
 def write_json_if_changed(path: Path, payload: object) -> bool:

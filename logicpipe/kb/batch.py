@@ -86,5 +86,6 @@ def run_batch(batch: Batch, out: Path, inputs: list[Input], identity: dict[str, 
                       failed=lambda key, exc: batch.error_record(by_id[key], exc, percepts), budget=folder.budget)
         finally:
             client.close()
-        records = stage.finish([item.id for item in inputs])
+        stage.finish([item.id for item in inputs])
+        records = [stage.done[item.id] for item in inputs if item.id in stage.done]
     return BatchReport(len(records), len(todo), sum(record.error is not None for record in records))

@@ -44,7 +44,7 @@ def forward(config: OptimizeConfig, prompts_dir: Path, params_hash: str, structu
     base = RunConfig(**{**shared, "split": split, "ids": ids, "out": run_dir(config, params_hash, structure, tag),
                         "prompts": prompts_dir, "llm_cache": config.cache_path})
     try:
-        report = run_stages(structure.apply(base), list(PIPELINE), gate=gate)
+        report = run_stages(structure.apply(base), list(PIPELINE), gate=gate, keep=True)
     except ModelErrors as exc:  # its message names `run`'s --max-errors
         raise model_stop(exc.last) from None
     return [trace(t, tag, params_hash) for t in report.trajectories]

@@ -120,6 +120,7 @@ class RunFolder:
         self.budget = ErrorBudget(allowed_errors)
         self.reads: Counter[str] = Counter()  # stage file -> times read (each should be read once)
         self._files: dict[str, StageFile] = {}
+        self._deferred = False
         self._lock = DirectoryLock(path)
 
     def __enter__(self) -> RunFolder:
@@ -186,7 +187,20 @@ class RunFolder:
         if name not in self._files:
             self.reads[name] += self.stage_path(name).exists()
             self._files[name] = StageFile(self.stage_path(name), model, self.warnings)
+            if self._deferred:
+                self._files[name].defer()
         return self._files[name]
+
+    def defer(self) -> None:
+        """A run in chunks: each stage file is put in input order once, by finish_files(), not per chunk."""
+        self._deferred = True
+        for stage in self._files.values():
+            stage.defer()
+
+    def finish_files(self) -> None:
+        for stage in self._files.values():
+            stage.settle()
+        self._deferred = False
 
     def exists(self, name: str) -> bool:
         return self.stage_path(name).exists()

@@ -13,6 +13,7 @@ from ..llm import Completion, Request
 from ..prompts import PromptSet
 from ..run.folder import ErrorBudget, RunFolder
 from .config import RunConfig
+from .metrics import Tally
 
 Progress = Callable[[str, int, int], None]
 
@@ -50,7 +51,8 @@ class RunContext:
     prompts: PromptSet
     budget: ErrorBudget
     progress: Progress = quiet
-    metrics: dict = field(default_factory=dict)  # set by evaluate
+    metrics: dict = field(default_factory=dict)  # set by evaluate once the run ends
+    tally: Tally | None = None  # evaluate's figures, added up chunk by chunk
     # Set while the solver overlaps the model: called with each trajectory once its new program is written.
     on_program: Callable[[Trajectory], None] | None = None
     gate: Gate | None = None

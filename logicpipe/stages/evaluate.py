@@ -1,7 +1,8 @@
 """Evaluate: score every answer against the gold one; write evaluate.jsonl and metrics.json.
 
 Scoring is cheap and deterministic, so it is redone from the trajectories on every run and the files
-are rewritten only when their content changed.
+are rewritten only when their content changed. A run streams its problems in chunks: each chunk's scores
+are added to the run's tally, and metrics.json is written once, from the tally, when the run ends.
 """
 
 from __future__ import annotations
@@ -12,31 +13,39 @@ from ..core.jsonl import write_json_if_changed
 from ..core.records import EvaluateRecord, InterpretRecord
 from ..core.trajectory import Trajectory
 from .context import RunContext, StageReport
-from .metrics import compute_metrics, model_metrics
+from .metrics import Tally
 
 NAME = "evaluate"
+METRICS_FILE = "metrics.json"
 
 
 def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
     start = time.monotonic()
     stage = ctx.store.file(NAME, EvaluateRecord)
     inputs = [t for t in trajectories if t.interpreted is not None]
+    if ctx.tally is None:
+        ctx.tally = Tally(ctx.task.solver)
     new = 0
-    for trajectory in trajectories:
-        if trajectory.interpreted is None:
-            continue
+    for trajectory in inputs:
+        assert trajectory.interpreted is not None
         record = score(trajectory.interpreted, trajectory.problem.answer)
         if stage.done.get(trajectory.id) != record:
             stage.write(record)
             new += 1
         trajectory.evaluated = record
         ctx.progress(NAME, new, len(inputs))
-    records = stage.finish([t.id for t in inputs])
-    metrics = compute_metrics(records, ctx.config, ctx.task.solver)
-    metrics.update(model_metrics(ctx.config, trajectories))
-    write_json_if_changed(ctx.store.path / "metrics.json", metrics)
-    ctx.metrics = metrics
+    ctx.tally.scores(t.evaluated for t in inputs if t.evaluated is not None)
+    ctx.tally.trajectories(trajectories)
+    stage.finish([t.id for t in inputs])
     return [StageReport(NAME, len(inputs), new, time.monotonic() - start)]
+
+
+def conclude(ctx: RunContext) -> None:
+    """Once every chunk is scored: metrics.json (rewritten only when it changed)."""
+    if ctx.tally is None:
+        return
+    ctx.metrics = ctx.tally.metrics(ctx.config)
+    write_json_if_changed(ctx.store.path / METRICS_FILE, ctx.metrics)
 
 
 def score(record: InterpretRecord, answer: str | None) -> EvaluateRecord:

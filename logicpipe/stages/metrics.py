@@ -4,6 +4,7 @@ with the backup answer, refinement and token figures."""
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 
 from ..core.records import ErrorCategory, EvaluateRecord, Usage, executed
 from ..core.trajectory import Trajectory
@@ -18,56 +19,94 @@ def _percent(part: int, whole: int) -> float:
     return round(100.0 * part / whole, 2) if whole else 0.0
 
 
-def compute_metrics(records: list[EvaluateRecord], config: RunConfig, solver: str) -> dict:
-    total = len(records)
-    ran = [r for r in records if r.executed]
-    paper_executed = [r for r in ran if not (solver in _NO_ANSWER_IS_UNEXECUTED and r.error is not None
-                                                  and r.error.category == ErrorCategory.no_answer)]
-    failures = Counter(r.error.category.value for r in records if r.error is not None)
-    return {
-        "dataset": config.spec.key,
-        "split": config.split,
-        "source": f"replay:{config.programs.name}" if config.programs else f"llm:{config.model}",
-        "total": total,
-        "executed": len(ran),
-        "exe_rate": _percent(len(ran), total),
-        "exe_acc": _percent(sum(r.correct_executed for r in ran), len(ran)),
-        "exe_rate_logiclm": _percent(len(paper_executed), total),
-        "exe_acc_logiclm": _percent(sum(r.correct_executed for r in paper_executed), len(paper_executed)),
-        "correct": sum(r.correct for r in records),
-        "accuracy": _percent(sum(r.correct for r in records), total),
-        "failures": dict(sorted(failures.items())),
-        "backup": config.backup,
-        "seed": config.seed,
-    }
+class Tally:
+    """The run's figures, added up chunk by chunk while a run streams (nothing per problem is kept)."""
 
+    def __init__(self, solver: str):
+        self.solver = solver
+        self.total = self.executed = self.correct_executed = self.correct = 0
+        self.paper_executed = self.paper_correct = 0
+        self.failures: Counter[str] = Counter()
+        self.sources: set[str] = set()
+        self.rounds = 0
+        self.first = self.first_executed = 0  # round-0 solve records, and those that executed
+        self.usage: Usage | None = None
+        self.decisions: Counter[str] = Counter()
+        self.decided = self.revised = 0
 
-def model_metrics(config: RunConfig, trajectories: list[Trajectory]) -> dict:
-    """Exe_Rate before refinement and the tokens every model call of this run used (from the records,
-    so the figures are the same however often the run was resumed)."""
-    extra: dict = {}
-    # The formulate records say where the programs came from, also when evaluate runs on its own.
-    sources = {t.formulated.source for t in trajectories if t.formulated is not None}
-    if len(sources) == 1:
-        extra["source"] = sources.pop()
-    rounds = max((t.rounds() for t in trajectories), default=0)
-    if rounds:
-        first = [t.solved[0] for t in trajectories if 0 in t.solved]
-        extra["exe_rate_before_refinement"] = _percent(sum(executed(r.error) for r in first), len(first))
-        extra["refinement_rounds"] = rounds
-    usages = []
-    for trajectory in trajectories:
-        records = [trajectory.formulated, *trajectory.refined.values(), *trajectory.decided.values(),
-                   trajectory.interpreted]
-        usages += [r.usage for r in records if r is not None and r.usage is not None]
-    decisions = [d for t in trajectories for d in t.decided.values()]
-    if decisions:  # --refine semantic: how many revisions were judged, and how many replaced a program
-        extra["revisions"] = {"decided": len(decisions), "revised": sum(d.revised for d in decisions),
-                              **dict(sorted(Counter(d.outcome for d in decisions).items()))}
-    if usages:
-        tokens = sum(usages, Usage())
-        extra["tokens"] = tokens.model_dump()
-        if config.price_prompt is not None or config.price_completion is not None:
-            extra["cost"] = round((tokens.prompt_tokens * (config.price_prompt or 0)
-                                   + tokens.completion_tokens * (config.price_completion or 0)) / 1e6, 6)
-    return extra
+    def scores(self, records: Iterable[EvaluateRecord]) -> Tally:
+        for r in records:
+            self.total += 1
+            self.correct += r.correct
+            if r.error is not None:
+                self.failures[r.error.category.value] += 1
+            if not r.executed:
+                continue
+            self.executed += 1
+            self.correct_executed += r.correct_executed
+            if not (self.solver in _NO_ANSWER_IS_UNEXECUTED and r.error is not None
+                    and r.error.category == ErrorCategory.no_answer):
+                self.paper_executed += 1
+                self.paper_correct += r.correct_executed
+        return self
+
+    def trajectories(self, trajectories: Iterable[Trajectory]) -> Tally:
+        for t in trajectories:
+            if t.formulated is not None:
+                self.sources.add(t.formulated.source)
+            self.rounds = max(self.rounds, t.rounds())
+            if 0 in t.solved:
+                self.first += 1
+                self.first_executed += executed(t.solved[0].error)
+            records = [t.formulated, *t.refined.values(), *t.decided.values(), t.interpreted]
+            for record in records:
+                if record is not None and record.usage is not None:
+                    self.usage = record.usage if self.usage is None else self.usage + record.usage
+            for decision in t.decided.values():
+                self.decided += 1
+                self.revised += decision.revised
+                self.decisions[decision.outcome] += 1
+        return self
+
+    def score_metrics(self, config: RunConfig) -> dict:
+        return {
+            "dataset": config.spec.key,
+            "split": config.split,
+            "source": f"replay:{config.programs.name}" if config.programs else f"llm:{config.model}",
+            "total": self.total,
+            "executed": self.executed,
+            "exe_rate": _percent(self.executed, self.total),
+            "exe_acc": _percent(self.correct_executed, self.executed),
+            "exe_rate_logiclm": _percent(self.paper_executed, self.total),
+            "exe_acc_logiclm": _percent(self.paper_correct, self.paper_executed),
+            "correct": self.correct,
+            "accuracy": _percent(self.correct, self.total),
+            "failures": dict(sorted(self.failures.items())),
+            "backup": config.backup,
+            "seed": config.seed,
+        }
+
+    def model_metrics(self, config: RunConfig) -> dict:
+        """Exe_Rate before refinement and the tokens every model call of this run used (from the records,
+        so the figures are the same however often the run was resumed)."""
+        extra: dict = {}
+        # The formulate records say where the programs came from, also when evaluate runs on its own.
+        if len(self.sources) == 1:
+            extra["source"] = next(iter(self.sources))
+        if self.rounds:
+            extra["exe_rate_before_refinement"] = _percent(self.first_executed, self.first)
+            extra["refinement_rounds"] = self.rounds
+        if self.decided:  # --refine semantic: how many revisions were judged, and how many replaced a program
+            extra["revisions"] = {"decided": self.decided, "revised": self.revised,
+                                  **dict(sorted(self.decisions.items()))}
+        if self.usage is not None:
+            tokens = self.usage
+            extra["tokens"] = tokens.model_dump()
+            if config.price_prompt is not None or config.price_completion is not None:
+                extra["cost"] = round((tokens.prompt_tokens * (config.price_prompt or 0)
+                                       + tokens.completion_tokens * (config.price_completion or 0)) / 1e6, 6)
+        return extra
+
+    def metrics(self, config: RunConfig) -> dict:
+        return {**self.score_metrics(config), **self.model_metrics(config)}
+

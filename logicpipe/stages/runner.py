@@ -4,6 +4,7 @@ the stages in order, and owns the run's directory (lock, identity, --overwrite).
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -23,6 +24,8 @@ from .context import Gate, Progress, RunContext, Stage, StageReport, quiet
 from .identity import SEMANTIC, check_identity
 from .store import load_trajectories
 
+# Problems taken through the stages at a time: bounds a run's memory (about 10 KB a problem in flight).
+CHUNK = 10_000
 PIPELINE: dict[str, Stage] = {"formulate": formulate.run, "solve": solve.run, "refine": refine.run,
                               "interpret": interpret.run, "evaluate": evaluate.run}
 
@@ -122,9 +125,10 @@ def open_context(config: RunConfig, stages: list[str], progress: Progress = quie
 
 
 def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet,
-               gate: Gate | None = None) -> RunReport:
+               gate: Gate | None = None, keep: bool = False) -> RunReport:
     """Run the named stages (in pipeline order) on the dataset the config names; `gate`, if given,
-    decides which model requests may be sent (a spending limit)."""
+    decides which model requests may be sent (a spending limit); `keep` returns every trajectory in
+    the report (memory grows with the problems then: for small sets)."""
     unknown = [s for s in stages if s not in PIPELINE]
     if unknown:
         raise UsageError(f"unknown stage {unknown[0]!r}; choose from {', '.join(PIPELINE)}")
@@ -149,18 +153,71 @@ def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet,
             reports += PIPELINE[name](ctx, trajectories)
         return reports
 
-    return _hold(ctx, problems, stages, work)
+    return _hold(ctx, problems, stages, work, keep)
 
 
 def _hold(ctx: RunContext, problems: list[Problem], identity: list[str],
-          work: Callable[[list[Trajectory], dict], list[StageReport]]) -> RunReport:
+          work: Callable[[list[Trajectory], dict], list[StageReport]], keep: bool = False) -> RunReport:
     """Run `work` while holding the dataset folder: its lock, --overwrite, the identity of the stages
-    named, the trajectories rebuilt from its files, and those files closed afterwards."""
+    named, the trajectories rebuilt from its files, and those files closed afterwards.
+
+    The problems go through in chunks of CHUNK: each chunk's trajectories are rebuilt, taken through every
+    stage and dropped before the next, so memory is bounded by a chunk, not by the run (each stage file
+    keeps only an index of ids). The files are put in input order once, at the end. `keep` keeps every
+    trajectory for the report (a caller that reads them, on a small problem set)."""
     with ctx.store:
         recorded = check_identity(ctx, identity)
-        trajectories = load_trajectories(ctx.store, problems)
-        reports = work(trajectories, recorded)
-    return RunReport(ctx.metrics, reports, trajectories, dict(ctx.store.reads))
+        chunks = [problems[i:i + CHUNK] for i in range(0, len(problems), CHUNK)] or [[]]
+        if len(chunks) > 1:
+            ctx.store.defer()
+        reports: dict[str, StageReport] = {}
+        kept: list[Trajectory] = []
+        shown = ctx.progress
+        ctx.progress = progress = _RunProgress(shown, len(chunks))
+        for chunk in chunks:
+            trajectories = load_trajectories(ctx.store, chunk)
+            for report in work(trajectories, recorded):
+                _add(reports, report)
+            if keep:
+                kept += trajectories
+            del trajectories  # before the next chunk is read: one chunk in memory at a time
+            progress.next_chunk()
+        ctx.progress = shown
+        ctx.store.finish_files()
+        evaluate.conclude(ctx)
+    return RunReport(ctx.metrics, list(reports.values()), kept, dict(ctx.store.reads))
+
+
+class _RunProgress:
+    """The stages report progress within a chunk; shown over the whole run: what earlier chunks did,
+    and this chunk's total for each chunk left."""
+
+    def __init__(self, shown: Progress, chunks: int):
+        self.shown, self.left = shown, chunks
+        self.earlier: Counter[str] = Counter()
+        self.now: dict[str, tuple[int, int]] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        self.now[stage] = (done, total)
+        self.shown(stage, self.earlier[f"{stage} done"] + done, self.earlier[f"{stage} total"] + total * self.left)
+
+    def next_chunk(self) -> None:
+        for stage, (done, total) in self.now.items():
+            self.earlier[f"{stage} done"] += done
+            self.earlier[f"{stage} total"] += total
+        self.now, self.left = {}, self.left - 1
+
+
+def _add(reports: dict[str, StageReport], report: StageReport) -> None:
+    """One report per stage over all chunks."""
+    then = reports.get(report.name)
+    if then is None:
+        reports[report.name] = report
+        return
+    then.total += report.total
+    then.new += report.new
+    then.seconds += report.seconds
+    then.note = report.note or then.note
 
 
 def _need_upstream(ctx: RunContext, stages: list[str]) -> None:

@@ -85,20 +85,23 @@ class Recorded:
     identity: dict[str, Any] = field(default_factory=dict)  # run.json; {} when absent
     metrics: dict[str, Any] = field(default_factory=dict)  # metrics.json; {} before evaluate ran
     trajectories: list[Trajectory] = field(default_factory=list)
+    total: int = 0  # problems with any record; `trajectories` holds only the window asked for
 
     @property
     def key(self) -> str:
         return self.stage_dir.name
 
 
-def read_recorded(stage_dir: Path, warnings: list[str]) -> Recorded:
-    """The directory as recorded; what cannot be read becomes a warning, never an error."""
+def read_recorded(stage_dir: Path, warnings: list[str], window: slice | None = None) -> Recorded:
+    """The directory as recorded; what cannot be read becomes a warning, never an error. With `window`,
+    only those problems' records are parsed (the ids of all are indexed, which is cheap)."""
     store = RunFolder(stage_dir, warnings=warnings)  # opened without `with`: it only reads
     try:
-        ids = [*store.file("evaluate", EvaluateRecord).done, *store.file("interpret", InterpretRecord).done,
-               *store.file("solve", SolveRecord).done, *store.file("formulate", FormulateRecord).done]
+        ids = list(dict.fromkeys([*store.file("evaluate", EvaluateRecord).done,
+                                  *store.file("interpret", InterpretRecord).done,
+                                  *store.file("solve", SolveRecord).done, *store.file("formulate", FormulateRecord).done]))
         # The texts are the task's, which the reader may not have: a Problem here carries only its id.
-        problems = [Problem(id=i, context="", question="") for i in dict.fromkeys(ids)]
+        problems = [Problem(id=i, context="", question="") for i in (ids if window is None else ids[window])]
         trajectories = load_trajectories(store, problems)
         scored = store.file("evaluate", EvaluateRecord).done
         for trajectory in trajectories:
@@ -106,7 +109,7 @@ def read_recorded(stage_dir: Path, warnings: list[str]) -> Recorded:
     finally:
         store.close()
     return Recorded(stage_dir, read_json(stage_dir / RUN_FILE, warnings),
-                    read_json(stage_dir / METRICS_FILE, warnings), trajectories)
+                    read_json(stage_dir / METRICS_FILE, warnings), trajectories, len(ids))
 
 
 def _take_score(trajectory: Trajectory, record: EvaluateRecord | None) -> None:

@@ -17,8 +17,8 @@ def test_finish_puts_records_in_input_order_and_keeps_only_the_given_ids(tmp_pat
     stage = StageFile(path, InterpretRecord)
     for identifier in ("c", "a", "z", "b"):
         stage.write(answer(identifier))
-    kept = stage.finish(["a", "b", "c"])
-    assert [r.id for r in kept] == ["a", "b", "c"]
+    stage.finish(["a", "b", "c"])
+    assert list(stage.done) == ["a", "b", "c"]
     assert [line[line.index('"id"'):][6:7] for line in lines(path)] == ["a", "b", "c"]
 
 
@@ -74,3 +74,18 @@ def test_a_torn_tail_longer_than_a_read_block_is_cut_at_the_last_whole_record(tm
     path.write_text("x" * 100_000)  # no whole record at all
     repair_torn_tail(path)
     assert path.read_bytes() == b""
+
+
+def test_a_record_read_before_the_torn_line_is_cut_does_not_hide_the_new_one(tmp_path):
+    path = tmp_path / "interpret.jsonl"
+    stage = StageFile(path, InterpretRecord)
+    stage.write(answer("a"))
+    stage.finish(["a"])
+    with open(path, "a") as handle:
+        handle.write('{"schema_version": 2, "id": "b", "exec')
+    stage = StageFile(path, InterpretRecord)
+    assert stage.done["a"].final == "A"  # its reader has now buffered the torn line too
+    stage.write(answer("b", final="C"))  # where the torn line was
+    assert stage.done["b"].final == "C"
+    stage.finish(["b", "a"])
+    assert [r.final for r in map(InterpretRecord.model_validate_json, lines(path))] == ["C", "A"]

@@ -12,13 +12,13 @@ BROKEN = "Domain:\n1: leftmost\nVariables:\nx [IN] [1, 2]\nConstraints:\nx >>> {
 
 def test_each_stage_file_is_read_at_most_once(tmp_path, data_dir, monkeypatch, capsys):
     reads: Counter[str] = Counter()
-    real = stagefile.read_records
+    real = stagefile._lines_of
 
-    def counted(path, model, warnings=None):
-        reads[path.name] += path.exists()
-        return real(path, model, warnings)
+    def counted(path):
+        reads[path.name] += 1
+        return real(path)
 
-    monkeypatch.setattr(stagefile, "read_records", counted)
+    monkeypatch.setattr(stagefile, "_lines_of", counted)
     config = RunConfig(dataset="logicaldeduction", data_dir=data_dir, out=tmp_path, limit=30, model="m",
                        max_rounds=3, llm_cache=tmp_path / "cache.sqlite", max_errors="100%")
     served = count()

@@ -5,7 +5,7 @@ import pytest
 from logicpipe.core.records import ErrorCategory, EvaluateRecord, SolveRecord, StageError
 from logicpipe.solvers import map_answer
 from logicpipe.stages import RunConfig
-from logicpipe.stages.metrics import compute_metrics
+from logicpipe.stages.metrics import Tally
 from logicpipe.stages.solve import vote
 
 TRUTH = ["A) True", "B) False", "C) Unknown"]
@@ -50,9 +50,9 @@ def test_metrics_on_both_definitions_of_executed():
     records = [scored("A", "A"), scored("B", "A"), scored("C", "C", executed=True, category="no_answer"),
                scored("A", "A", executed=False, category="parse")]
     config = RunConfig(dataset="ar-lsat")
-    smt = compute_metrics(records, config, "smt")
+    smt = Tally("smt").scores(records).score_metrics(config)
     assert (smt["total"], smt["executed"], smt["exe_rate"], smt["exe_acc"]) == (4, 3, 75.0, 33.33)
     assert (smt["exe_rate_logiclm"], smt["exe_acc_logiclm"]) == (50.0, 50.0)  # Z3 with no option: not executed
     assert (smt["accuracy"], smt["failures"]) == (75.0, {"no_answer": 1, "parse": 1})
-    csp = compute_metrics(records, config.model_copy(update={"dataset": "logicaldeduction"}), "csp")
+    csp = Tally("csp").scores(records).score_metrics(config.model_copy(update={"dataset": "logicaldeduction"}))
     assert (csp["exe_rate_logiclm"], csp["exe_acc_logiclm"]) == (75.0, 33.33)

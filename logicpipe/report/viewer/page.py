@@ -14,8 +14,13 @@ _METRICS = [("total", "total"), ("executed", "executed"), ("Exe_Rate", "exe_rate
             ("accuracy", "accuracy"), ("backup", "backup"), ("source", "source"), ("split", "split")]
 
 
+# Problems a page embeds per dataset unless asked otherwise: keeps the page of a large run small and quick.
+LIMIT = 1000
+
+
 def render_html(view: RunView) -> str:
     return _TEMPLATE.format(
+        shown=_shown(view),
         title=escape(f"logicpipe: {view.path.name or view.path}"),
         heading=escape(str(view.path)),
         css=_asset("viewer.css"),
@@ -28,10 +33,12 @@ def render_html(view: RunView) -> str:
 
 
 def write_html(run_dir: Path, out: Path | None = None, data_dir: Path | str | None = None,
-               task: Path | None = None) -> Path:
-    """Write RUN's page (default RUN/report.html) and return its path."""
+               task: Path | None = None, limit: int = LIMIT, offset: int = 0) -> Path:
+    """Write RUN's page (default RUN/report.html) and return its path: problems `offset` to
+    `offset + limit` of each dataset in run order (limit 0: all of them)."""
     target = out or run_dir / "report.html"
-    html = render_html(load_run(run_dir, data_dir, task=task))
+    window = slice(offset, offset + limit if limit else None)
+    html = render_html(load_run(run_dir, data_dir, task=task, window=window))
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(html, encoding="utf-8")
     return target
@@ -46,6 +53,20 @@ def _script_json(value: object) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     return (text.replace("&", "\\u0026").replace("<", "\\u003c").replace(">", "\\u003e")
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+
+
+def _shown(view: RunView) -> str:
+    """Which problems the page holds, where it does not hold them all, and how to see the others."""
+    notes = []
+    for entry in view.datasets:
+        first, shown, total = entry["first"], entry["shown"], entry["problems"]
+        if shown == total:
+            continue
+        span = f"problems {first + 1:,} to {first + shown:,}" if shown else "no problems"
+        notes.append(f"<li>{escape(entry['key'])}: {span} of {total:,} (in run order); the metrics and charts "
+                     f"cover all {total:,}. See others with <code>logicpipe view {escape(str(view.path))} "
+                     f"--offset {first + shown} --limit N</code>, all with <code>--limit 0</code>.</li>")
+    return f'<ul class="shown">{"".join(notes)}</ul>' if notes else ""
 
 
 def _cell(value: object) -> str:
@@ -81,6 +102,7 @@ _TEMPLATE = """<!DOCTYPE html>
 <ul class="warnings">{warnings}</ul>
 <section id="metrics"><h2>Metrics</h2>{metrics}<div class="charts">{charts}</div></section>
 <section id="problems"><h2>Problems</h2>
+{shown}
 <form id="filters">
 <label>dataset <select id="f-dataset"></select></label>
 <label>outcome <select id="f-outcome"><option value="">all</option><option value="correct">correct</option><option value="wrong">wrong</option></select></label>

@@ -32,10 +32,11 @@ class RunView:
 
 
 def load_run(run_dir: Path, data_dir: Path | str | None = None, dataset: str | None = None,
-             task: Path | None = None) -> RunView:
+             task: Path | None = None, window: slice | None = None) -> RunView:
     """Everything the viewer shows about RUN: per dataset its metrics, per problem its rounds. `task`
     (--task) gives the problems of the dataset directory of its name; the others' come from the task
-    file their run.json names, or the built-in dataset."""
+    file their run.json names, or the built-in dataset. `window` keeps only those problems of each
+    dataset (in run order): a page over a large run stays small; the metrics still cover them all."""
     spec = load_task_file(task) if task is not None else None
     folders = stage_dirs(run_dir, dataset)
     if spec is not None and spec.key not in {folder.name for folder in folders}:
@@ -43,13 +44,16 @@ def load_run(run_dir: Path, data_dir: Path | str | None = None, dataset: str | N
                          f"(it has: {', '.join(folder.name for folder in folders)})")
     view = RunView(path=run_dir)
     for folder in folders:
-        view.problems += _dataset(view, folder, spec, data_dir)
+        view.problems += _dataset(view, folder, spec, data_dir, window)
     return view
 
 
-def _dataset(view: RunView, folder: Path, task: DatasetSpec | None, data_dir: Path | str | None) -> list[dict]:
-    recorded = read_recorded(folder, view.warnings)
-    view.datasets.append({"key": recorded.key, "metrics": recorded.metrics})
+def _dataset(view: RunView, folder: Path, task: DatasetSpec | None, data_dir: Path | str | None,
+             window: slice | None) -> list[dict]:
+    recorded = read_recorded(folder, view.warnings, window)
+    view.datasets.append({"key": recorded.key, "metrics": recorded.metrics, "problems": recorded.total,
+                          "first": (window.start or 0) if window is not None else 0,
+                          "shown": len(recorded.trajectories)})
     texts = {key: problem.model_dump() for key, problem in
              recorded_problems(recorded, task, data_dir, view.warnings).items()}
     return [_problem(recorded.key, trajectory, texts.get(trajectory.id, {})) for trajectory in recorded.trajectories]

@@ -174,3 +174,21 @@ def test_a_task_run_finds_its_task_from_run_json_or_task(tmp_path):
     assert by_id(payload(page.read_text())["problems"], "c2")["question"] == "Is the following true? Tom is a dog."
     other = cli("view", str(run), "--task", str(ROOT / "logicpipe" / "data" / "tasks" / "folio.yaml"))
     assert other.returncode == 2 and other.stderr.startswith("error: task folio (") and "(it has: cats)" in other.stderr
+
+
+def test_a_page_holds_a_window_of_each_datasets_problems_and_says_which(viewer_run, data_dir, tmp_path):
+    whole, page = tmp_path / "whole.html", tmp_path / "page.html"
+    view(viewer_run, "--out", str(whole), "--data-dir", str(data_dir), "--limit", "0")
+    view(viewer_run, "--out", str(page), "--data-dir", str(data_dir), "--limit", "5", "--offset", "5")
+    html = page.read_text()
+    everything = payload(whole.read_text())["problems"]
+    shown = payload(html)["problems"]
+    for dataset, total in (("logicaldeduction", 20), ("ar-lsat", 10), ("prontoqa", 20)):
+        ids = [p["id"] for p in everything if p["dataset"] == dataset]
+        assert len(ids) == total and [p["id"] for p in shown if p["dataset"] == dataset] == ids[5:10]
+        assert f"{dataset}: problems 6 to 10 of {total} (in run order); the metrics and charts cover all " \
+               f"{total}. See others with <code>logicpipe view {viewer_run} --offset 10 --limit N</code>" in html
+    assert len(html) < len(whole.read_text()) and "problems 1 to" not in whole.read_text()
+    for dataset in ("ar-lsat", "logicaldeduction", "prontoqa"):  # the metrics are all problems'
+        total = json.loads((viewer_run / dataset / "metrics.json").read_text())["total"]
+        assert f"<td>{dataset}</td><td>{total}</td>" in html

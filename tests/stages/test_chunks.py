@@ -1,0 +1,93 @@
+"""A run streams its problems through the stages a chunk at a time: no more than a chunk of
+trajectories is alive, the files are the same as an unchunked run's, and a run killed at 90% resumes
+to the same files, solving only what was missing."""
+
+import gc
+import json
+import random
+
+import pytest
+
+from logicpipe.core.trajectory import Trajectory
+from logicpipe.stages import RunConfig, run, run_stages, runner
+from logicpipe.testing.puzzles import generate
+
+SIZE, CHUNK = 240, 40
+FILES = ("formulate.jsonl", "solve.jsonl", "interpret.jsonl", "evaluate.jsonl", "metrics.json")
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory):
+    return generate(tmp_path_factory.mktemp("puzzles"), SIZE)
+
+
+def config(task, out):
+    path, programs = task
+    return RunConfig(task=path, programs=programs, out=out, workers=2)
+
+
+def files(out):
+    """Each file's lines, in order, as JSON without the solver's time (which no two runs share)."""
+    read = {}
+    for name in FILES:
+        text = (out / "scale" / name).read_text()
+        if name == "metrics.json":
+            read[name] = [json.loads(text)]
+            continue
+        assert text.endswith("\n")
+        read[name] = [{k: v for k, v in json.loads(line).items() if k != "seconds"} for line in text.splitlines()]
+    return read
+
+
+def test_at_most_a_chunk_of_trajectories_is_alive_and_the_files_are_an_unchunked_runs(task, tmp_path,
+                                                                                       monkeypatch):
+    whole = run(config(task, tmp_path / "whole"))  # one chunk: the run as it always was
+    assert whole.metrics["total"] == SIZE and whole.metrics["accuracy"] == 100.0
+    alive: list[int] = []
+    calls = 0
+
+    def count(stage, done, total):
+        nonlocal calls
+        calls += 1
+        if calls % 20 == 0:
+            alive.append(sum(isinstance(o, Trajectory) for o in gc.get_objects()))
+
+    monkeypatch.setattr(runner, "CHUNK", CHUNK, raising=False)
+    chunked = run(config(task, tmp_path / "chunked"), count)
+    assert len(alive) > 10 and max(alive) <= 2 * CHUNK < SIZE, max(alive)
+    assert files(tmp_path / "chunked") == files(tmp_path / "whole")
+    assert chunked.metrics == whole.metrics
+    assert {s.name: (s.total, s.new) for s in chunked.stages}["solve"] == (SIZE, SIZE)
+
+
+def test_a_run_killed_at_ninety_percent_resumes_to_an_uninterrupted_runs_files(task, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "CHUNK", CHUNK, raising=False)
+    run(config(task, tmp_path / "whole"))
+    killed = tmp_path / "killed"
+    run(config(task, killed))
+    # What a kill during the last chunk's solve leaves: earlier chunks complete (in input order, as each
+    # stage wrote them), the last chunk's records partly written, in completion order, with a torn line.
+    folder = killed / "scale"
+    done = int(SIZE * 0.9)
+    solve = folder.joinpath("solve.jsonl").read_text().splitlines(keepends=True)
+    head, tail = solve[:SIZE - CHUNK], solve[SIZE - CHUNK:done]
+    random.Random(1).shuffle(tail)
+    folder.joinpath("solve.jsonl").write_text("".join(head + tail) + solve[done][:30])
+    for name in ("interpret.jsonl", "evaluate.jsonl"):
+        lines = folder.joinpath(name).read_text().splitlines(keepends=True)
+        folder.joinpath(name).write_text("".join(lines[:SIZE - CHUNK]))
+    folder.joinpath("metrics.json").unlink()
+    resumed = run(config(task, killed))
+    assert {s.name: s.new for s in resumed.stages} == \
+        {"formulate": 0, "solve": SIZE - done, "refine": 0, "interpret": CHUNK, "evaluate": CHUNK}
+    assert files(killed) == files(tmp_path / "whole")
+
+
+def test_a_stage_run_alone_on_a_chunked_run_leaves_the_files_it_only_reads(task, tmp_path, monkeypatch):
+    monkeypatch.setattr(runner, "CHUNK", CHUNK, raising=False)
+    out = tmp_path / "run"
+    whole = run(config(task, out))
+    before = {p.name: p.read_bytes() for p in (out / "scale").glob("*.jsonl")}
+    again = run_stages(config(task, out), ["evaluate"])
+    assert {p.name: p.read_bytes() for p in (out / "scale").glob("*.jsonl")} == before
+    assert again.metrics == whole.metrics
