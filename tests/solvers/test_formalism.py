@@ -68,13 +68,32 @@ def test_logicaldeduction_runs_through_asp_end_to_end(data_dir, tmp_path):
     assert "was made with other options (formalism, " in one_line(again)
 
 
+def test_a_constrained_asp_run_sends_the_asp_grammar_that_takes_every_program(data_dir, tmp_path):
+    """--constrain with --formalism asp: every formulate request carries the ASP decoding grammar, which
+    takes each of our programs the server answers with (tests/llm/gbnf.py's recogniser as the oracle)."""
+    from logicpipe.llm.constrain import grammar_for
+    from tests.llm.gbnf import Recogniser
+
+    replies = ScriptedReplies({pid: [text] for pid, text in PROGRAMS.items()})
+    with FakeOpenAI(replies) as fake:
+        done = run_asp(fake, data_dir, tmp_path, "--constrain", "--max-tokens", "1024")
+        assert done.returncode == 0, done.stderr
+    grammar = grammar_for("asp", 1024)
+    assert len(fake.requests) == 5 and all(r["grammar"] == grammar for r in fake.requests)
+    recogniser = Recogniser(grammar)
+    assert all(recogniser.accepts(text) for text in PROGRAMS.values())
+    folder = tmp_path / "logicaldeduction"
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert metrics["executed"] == 5 and metrics["exe_acc"] == 100.0
+    identity = json.loads((folder / "run.json").read_text())
+    assert identity["formalism"] == "asp" and identity["stages"]["formulate"]["constrain"] is True
+
+
 def test_formalism_mistakes_are_one_line_before_anything_is_written(data_dir, tmp_path):
     with FakeOpenAI(lambda body: "never asked") as fake:
         misspelt = cli("run", "-d", "logicaldeduction", "--formalism", "aps", "--data-dir", str(data_dir),
                        "--out", str(tmp_path), "--model", "m", "--base-url", fake.url)
         assert "invalid option --formalism: unknown formalism 'aps' (did you mean 'asp'?)" in one_line(misspelt)
-        constrained = run_asp(fake, data_dir, tmp_path, "--constrain")
-        assert "--constrain: logicpipe has no grammar for the asp formalism" in one_line(constrained)
         no_prompt = cli("run", "-d", "folio", "--formalism", "asp", "--data-dir", str(data_dir), "--out",
                         str(tmp_path), "--model", "m", "--base-url", fake.url)
         assert "no prompt 'folio-asp'" in one_line(no_prompt)
