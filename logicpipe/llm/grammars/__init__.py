@@ -44,9 +44,9 @@ SPACES = 4
 # Characters of free text in a line (a ':::' note, a comment, a Domain: line, a string): SmolLM2-135M
 # wrote sentences there until its tokens ran out.
 NOTE = 40
-# Sections a program may repeat before its last one, per language (LP: predicates, facts, rules; ASP
-# has one, its statements, before the answer rules).
-SECTIONS = {"lp": 3, "fol": 2, "csp": 3, "smt": 2, "asp": 1}
+# Sections a program may repeat before its last one, per language (LP: predicates, facts, rules; ASP:
+# its statements, which get the lines of two sections, asp.gbnf).
+SECTIONS = {"lp": 3, "fol": 2, "csp": 3, "smt": 2, "asp": 2}
 # Tokens in a program line with its ':::' comment (SmolLM2's tokenizer: 12 to 18 on its own lines;
 # SmolLM2-135M's constrained programs averaged 13 to 16), and tokens kept spare for lines longer than
 # that (its long-winded replies ran up to 200 past a program of typical lines), so that a model that
