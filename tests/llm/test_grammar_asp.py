@@ -209,7 +209,8 @@ def test_what_either_grammar_takes_gets_through_the_parse_step(make, count):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("make", [_edited, _mutated], ids=["edited", "mutated"])
-def test_many_edited_programs_agree_with_the_parser(make):
-    _, _, problems = _check(make(4000, seed=17))
+@pytest.mark.parametrize(("make", "count"), [(_edited, 4000), (_mutated, 1500)], ids=["edited", "mutated"])
+def test_many_edited_programs_agree_with_the_parser(make, count):
+    # A mutated program is a whole one (about 0.2 s through both grammars): 1500 fit the 600 s timeout.
+    _, _, problems = _check(make(count, seed=17))
     assert problems == []
