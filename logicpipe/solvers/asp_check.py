@@ -49,6 +49,11 @@ def check_text(text: str) -> None:
     """Refuse unlisted directives and `@`-terms outside comments and strings (before clingo parses)."""
     if len(text) > MAX_PROGRAM_CHARS:
         raise ProgramParseError(f"the program is longer than {MAX_PROGRAM_CHARS} characters")
+    if "\x00" in text:  # clingo reads a C string: it would stop at the NUL and run only what precedes it
+        offset = text.index("\x00")
+        line, column, source = _where(text, offset)
+        raise ProgramParseError("a NUL character: clingo would stop reading the program there", line, column,
+                                source.replace("\x00", "\\x00"))
     for match in _TOKEN.finditer(text):
         token = match.group(0)
         if token.startswith(("%", '"')):

@@ -91,7 +91,8 @@ REFUSED = [
     options("#external e."), options("#program step(t)."), options("#theory t { }."), options("#heuristic a. [1, sign]"),
     options("p :- &sum { 1 } > 0."), options("lp_support_rule(1, ())."), options("p :- lp_support_x."),
     options("query :- object(a)."), truth("option(a) :- bird(tweety)."), "object(a).\np :- object(a).\n",
-    options("not :- a."), options("option(b) :- not."),
+    options("not :- a."), options("option(b) :- not."), options("% a note\x00 that hides the rest"),
+    options('p("a\x00b").'),
 ]
 # Taken by the parser, left out of the grammar on purpose (asp.gbnf says why).
 NARROWER = [

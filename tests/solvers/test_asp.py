@@ -92,6 +92,20 @@ def test_a_non_ascii_character_in_code_is_a_located_parse_error_not_a_dead_proce
     assert solve('% caf\u00e9\nname("caf\u00e9 \u2200").\noption(a) :- name(_).\n').verdict == "A"
 
 
+def test_a_nul_character_is_a_parse_error_since_clingo_stops_reading_there():
+    """Found by tests/llm/test_grammar_asp.py's mutations: clingo reads a C string, so a NUL in a comment
+    hid every rule after it."""
+    import clingo.ast
+
+    text = "% a note\x00 cut here\noption(a).\n"
+    read: list = []
+    clingo.ast.parse_string(text, read.append)
+    assert "option(a)." not in [str(statement) for statement in read]  # never read
+    answered = solve(text)
+    assert answered.error.category == "parse", answered
+    assert "line 1, column 9: a NUL character: clingo would stop reading the program there" in answered.error.message
+
+
 def test_directives_in_comments_and_strings_are_data():
     answered = solve('% #script (python) in a comment\n%* #include "x" *%\nname("#include @f").\noption(a) :- name(_).\n')
     assert answered.verdict == "A", answered.error
