@@ -114,9 +114,10 @@ def test_refinement_and_the_cot_backup_ran_against_the_server(real_run):
 
 @pytest.mark.timeout(1800)
 def test_asp_constrained_on_logicaldeduction(llama_server, data_dir, tmp_path, capsys):
-    """--formalism asp --constrain: every problem ends as a record in every stage, at least 95% of the
-    programs parse (the grammar takes nothing the parser refuses; a reply cut at max_tokens still can
-    fail), and the parse and execution rates are printed (docs/formalisms.md records them)."""
+    """--formalism asp --constrain: every problem ends as a record in every stage, every program that
+    fails to parse was cut at max_tokens (the grammar takes nothing the parser refuses), and the parse
+    and execution rates are printed (docs/formalisms.md records them: SmolLM2-135M's lines run longer
+    than the grammar's sizing assumes, and at --max-tokens 512 one program in six was cut)."""
     dataset = "logicaldeduction"
     done = cli("run", "-d", dataset, "--formalism", "asp", "--data-dir", str(data_dir), "--out", str(tmp_path),
                "--limit", str(PROBLEMS[dataset]), "--model", ALIAS, "--base-url", llama_server.url,
@@ -133,4 +134,8 @@ def test_asp_constrained_on_logicaldeduction(llama_server, data_dir, tmp_path, c
     with capsys.disabled():
         print(f"\nSmolLM2-135M, LogicalDeduction through ASP, --constrain: {parsed} of {total} programs parse; "
               f"Exe_Rate {metrics['exe_rate']}, Exe_Acc {metrics['exe_acc']}, accuracy {metrics['accuracy']}")
-    assert total >= PROBLEMS[dataset] and parsed >= 0.95 * total
+    failed = [r for path in stage_dir.glob("solve*.jsonl") for r in records(path)
+              if r["error"] is not None and r["error"]["category"] == "parse"]
+    assert len(failed) == total - parsed
+    assert all("unexpected EOF" in r["error"]["message"] for r in failed), failed
+    assert parsed >= 0.75 * total
