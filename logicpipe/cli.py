@@ -139,6 +139,9 @@ _USES = {
     "interpret": _WHERE | _LLM | {"backup", "seed"},  # the model answers by chain of thought for --backup cot
     "evaluate": _WHERE,  # metrics.json names the backup interpret used, from run.json
     "baseline": _WHERE | _LLM,
+    # One run per formalism: every run option but the one formalism and a replay file (of one formalism).
+    "compare": (_WHERE - {"formalism"}) | _SOLVER | _LLM | {"num_samples", "constrain", "constrain_format", "max_rounds",
+                                                         "refine_model", "refine", "backup", "seed"},
 }
 
 
@@ -263,6 +266,38 @@ def baseline(config: RunConfig, mode: str) -> None:
     with bar:
         report = run_baseline(config, mode, update)
     render_baseline_summary(stdout, report.metrics, report.stages, mode)
+
+
+_FORMALISMS = inspect.Parameter("formalisms", inspect.Parameter.KEYWORD_ONLY, annotation=str,
+                                default=typer.Option(..., "--formalisms", help="the formalisms to compare, "
+                                                     "comma-separated (e.g. lp,asp); each runs into OUT/<formalism>/"))
+
+
+@_command("compare", [_FORMALISMS])
+def compare(config: RunConfig, formalisms: str) -> None:
+    """One dataset through several formalisms (same model, cache, refinement and evaluator): a table of parse rate, Exe_Rate, Exe_Acc and accuracy."""
+    from rich.table import Table
+
+    from .report.formalisms import compare as compare_runs
+    from .report.formalisms import parse_formalisms, write_table
+
+    try:
+        names = parse_formalisms(formalisms)
+    except ValueError as exc:
+        raise LogicPipeError(f"invalid option --formalisms: {exc}") from None
+    bar, update = _progress()
+    with bar:
+        rows = compare_runs(config, names, update)
+    table = Table(title=f"{config.spec.key} by formalism")
+    for column in ("formalism", "problems", "parse rate", "Exe_Rate", "Exe_Acc", "accuracy"):
+        table.add_column(column, no_wrap=True)
+    for row in rows:
+        table.add_row(row.formalism, str(row.problems), f"{row.parse_rate:.1f}", f"{row.exe_rate:.1f}",
+                      f"{row.exe_acc:.1f}", f"{row.accuracy:.1f}")
+    stdout.print(table, markup=False, highlight=False)
+    written = write_table(config.out, config.spec.key, rows)
+    stdout.print(f"table: {written}; runs: {', '.join(str(row.folder) for row in rows)}", markup=False,
+                 highlight=False, soft_wrap=True)
 
 
 @app.command()

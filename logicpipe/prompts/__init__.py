@@ -139,6 +139,11 @@ class PromptSet:
                              f"choose from {', '.join(known)}")
         return prompt
 
+    def has(self, prompt_id: str) -> bool:
+        """Whether get(prompt_id) finds a template (in the folder, or shipped)."""
+        return ((self.folder is not None and (self.folder / f"{prompt_id}.txt").is_file())
+                or _shipped(prompt_id) is not None)
+
     def refine(self, formulate_id: str) -> Prompt:
         """The refinement prompt of a task whose formulate prompt is `formulate_id`: with
         `--prompts logic-lm`, Logic-LM's self-correct-<Dataset>.txt where it had one; else ours."""

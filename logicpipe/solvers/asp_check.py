@@ -31,7 +31,10 @@ MAX_PROGRAM_CHARS = 100_000
 # Nodes of a syntax tree walked at most (a wide program is refused rather than walked for long); the
 # walk is iterative, so no depth of nesting reaches Python's recursion limit.
 MAX_NODES = 200_000
-_TOKEN = re.compile(r'%\*.*?\*%|%[^\n]*|"(?:\\.|[^"\\\n])*"|#\s*([A-Za-z_]\w*)|@\s*[a-z_]', re.S)
+# A non-ASCII character outside a string or comment is no part of any ASP token, and clingo's lexer
+# reports it by its first byte, a message that is not UTF-8: clingo's Python binding fails to decode it
+# inside its logger callback and aborts the whole process. So it is refused here, before clingo reads it.
+_TOKEN = re.compile(r'%\*.*?\*%|%[^\n]*|"(?:\\.|[^"\\\n])*"|#\s*([A-Za-z_]\w*)|@\s*[a-z_]|[^\x00-\x7f]', re.S)
 _CLINGO_MESSAGE = re.compile(r"^<[^>]*>:(\d+):(\d+)(?:-\d+(?::\d+)?)?:\s*(?:error:\s*)?(.*)$")
 
 
@@ -46,6 +49,11 @@ def check_text(text: str) -> None:
     """Refuse unlisted directives and `@`-terms outside comments and strings (before clingo parses)."""
     if len(text) > MAX_PROGRAM_CHARS:
         raise ProgramParseError(f"the program is longer than {MAX_PROGRAM_CHARS} characters")
+    if "\x00" in text:  # clingo reads a C string: it would stop at the NUL and run only what precedes it
+        offset = text.index("\x00")
+        line, column, source = _where(text, offset)
+        raise ProgramParseError("a NUL character: clingo would stop reading the program there", line, column,
+                                source.replace("\x00", "\\x00"))
     for match in _TOKEN.finditer(text):
         token = match.group(0)
         if token.startswith(("%", '"')):
@@ -53,6 +61,9 @@ def check_text(text: str) -> None:
         line, column, source = _where(text, match.start())
         if token.startswith("@"):
             raise ProgramParseError("@-terms (calls into Python or Lua) are not allowed", line, column, source)
+        if not token.isascii():
+            raise ProgramParseError(f"unexpected character {token!r}: ASP names and operators are ASCII", line,
+                                    column, source)
         name = match.group(1)
         if name not in DIRECTIVES:
             raise ProgramParseError(f"#{name} is not allowed; a program may use #{', #'.join(sorted(DIRECTIVES))}",

@@ -18,6 +18,7 @@ from ..llm.grammars import LANGUAGES
 from ..prompts import PromptSet
 from ..run.folder import RunFolder
 from ..solvers import get_solver
+from ..solvers.registry import names as solver_names
 from . import evaluate, formulate, interpret, refine, solve
 from .config import RunConfig
 from .context import Gate, Progress, RunContext, Stage, StageReport, quiet
@@ -76,7 +77,7 @@ def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompt
                 raise DataError(f"{config.programs} has no program for any {task.name}/{task.split} problem "
                                 "(is it the right dataset?)")
         else:
-            prompts.get(task.prompt)
+            _check_prompt(config, prompts, task)
     if _asks_model(config, stages):
         api_key(config.base_url)  # no key and no local endpoint: say so before the lock and run.json
     if "solve" in stages or "refine" in stages:
@@ -91,6 +92,18 @@ def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompt
     if config.backup == "cot" and "interpret" in stages:
         prompts.get("cot")
     prompts.check_overrides(_templates(config, stages, task))
+
+
+def _check_prompt(config: RunConfig, prompts: PromptSet, task: Task) -> None:
+    """The formulate prompt; for --formalism, a missing one is answered with the formalisms that have one."""
+    other = config.other_formalism
+    if other is None or prompts.has(task.prompt):
+        prompts.get(task.prompt)
+        return
+    spec = config.spec
+    fits = [name for name in solver_names() if name == spec.solver or prompts.has(f"{spec.prompt}-{name}")]
+    raise UsageError(f"--formalism {other}: no prompt '{task.prompt}' for {spec.key}; the formalisms with a prompt "
+                     f"for it: {', '.join(fits)} (or write {task.prompt}.txt into a --prompts folder)")
 
 
 def _templates(config: RunConfig, stages: list[str], task: Task) -> list[str]:

@@ -76,6 +76,36 @@ def test_clingo_itself_would_read_an_included_file(tmp_path):
     assert answered.error.category == "parse" and "line 1, column 1: #include is not allowed" in answered.error.message
 
 
+def test_a_non_ascii_character_in_code_is_a_located_parse_error_not_a_dead_process():
+    """clingo's lexer names the character by its first byte, which its Python binding cannot decode: in
+    its logger callback that aborts the process (found by tests/llm/test_grammar_asp.py's mutations)."""
+    import subprocess
+    import sys
+
+    text = ':- n\u2200ot newer(tractor, motorcycle).\noption(a).\n'
+    crash = f"import clingo.ast; clingo.ast.parse_string({text!r}, lambda s: None, logger=lambda c, m: None)"
+    assert subprocess.run([sys.executable, "-c", crash], capture_output=True).returncode != 0
+    answered = solve(text)
+    assert answered.error.category == "parse", answered
+    assert "line 1, column 5: unexpected character '\u2200'" in answered.error.message
+    # In strings and comments any character is data.
+    assert solve('% caf\u00e9\nname("caf\u00e9 \u2200").\noption(a) :- name(_).\n').verdict == "A"
+
+
+def test_a_nul_character_is_a_parse_error_since_clingo_stops_reading_there():
+    """Found by tests/llm/test_grammar_asp.py's mutations: clingo reads a C string, so a NUL in a comment
+    hid every rule after it."""
+    import clingo.ast
+
+    text = "% a note\x00 cut here\noption(a).\n"
+    read: list = []
+    clingo.ast.parse_string(text, read.append)
+    assert "option(a)." not in [str(statement) for statement in read]  # never read
+    answered = solve(text)
+    assert answered.error.category == "parse", answered
+    assert "line 1, column 9: a NUL character: clingo would stop reading the program there" in answered.error.message
+
+
 def test_directives_in_comments_and_strings_are_data():
     answered = solve('% #script (python) in a comment\n%* #include "x" *%\nname("#include @f").\noption(a) :- name(_).\n')
     assert answered.verdict == "A", answered.error

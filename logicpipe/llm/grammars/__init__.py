@@ -27,7 +27,7 @@ from __future__ import annotations
 import re
 from importlib import resources
 
-LANGUAGES = ("lp", "fol", "csp", "smt")
+LANGUAGES = ("lp", "fol", "csp", "smt", "asp")
 _INCLUDE = "# include:"
 _REPLACE = "decoding-"
 # The decoding bounds. At most LINES lines per section (above the longest section of the released
@@ -44,8 +44,9 @@ SPACES = 4
 # Characters of free text in a line (a ':::' note, a comment, a Domain: line, a string): SmolLM2-135M
 # wrote sentences there until its tokens ran out.
 NOTE = 40
-# Sections a program may repeat before its last one, per language (LP: predicates, facts, rules).
-SECTIONS = {"lp": 3, "fol": 2, "csp": 3, "smt": 2}
+# Sections a program may repeat before its last one, per language (LP: predicates, facts, rules; ASP:
+# its statements, which get the lines of two sections, asp.gbnf).
+SECTIONS = {"lp": 3, "fol": 2, "csp": 3, "smt": 2, "asp": 2}
 # Tokens in a program line with its ':::' comment (SmolLM2's tokenizer: 12 to 18 on its own lines;
 # SmolLM2-135M's constrained programs averaged 13 to 16), and tokens kept spare for lines longer than
 # that (its long-winded replies ran up to 200 past a program of typical lines), so that a model that
@@ -89,7 +90,7 @@ def _pick_rules(grammar: str, decoding: bool) -> str:
 
 
 def load(language: str, decoding: bool = False, max_tokens: int | None = None) -> str:
-    """The complete grammar for a solver's language (lp, fol, csp, smt): exact, or for decoding
+    """The complete grammar for a solver's language (lp, fol, csp, smt, asp): exact, or for decoding
     replies of at most max_tokens tokens."""
     if language not in LANGUAGES:
         raise ValueError(f"no grammar for language {language!r}; known: {', '.join(LANGUAGES)}")

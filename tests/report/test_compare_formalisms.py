@@ -1,0 +1,80 @@
+"""`logicpipe compare`: ProntoQA through LP (its own formalism, the released programs), ASP and FOL (our
+own programs, tests/solvers/files), one run per formalism through the scripted server, and the table
+read back from each run's folder. The oracle for each row is the run's own records: metrics.json and
+the solve records counted here."""
+
+import json
+
+from logicpipe.testing import FakeOpenAI, ScriptedReplies
+from tests.conftest import cli
+from tests.solvers.test_formalism import own_programs, records
+
+IDS = ["ProntoQA_1", "ProntoQA_2", "ProntoQA_3"]
+
+
+def replies(data_dir):
+    """Each formalism's programs, told apart by the prompt's first line (one server for all runs); the
+    ASP program of ProntoQA_3 loses a period, so it does not parse."""
+    released = ScriptedReplies.from_logic_lm(data_dir / "programs" / "ProntoQA_dev_gpt-4.json")
+    asp = own_programs("prontoqa", "asp")
+    asp["ProntoQA_3"] = asp["ProntoQA_3"].replace("tumpus(wren).", "tumpus(wren)")
+    by_formalism = {"answer set program": ScriptedReplies({k: [v] for k, v in asp.items()}),
+                    "first-order logic": ScriptedReplies({k: [v] for k, v in own_programs("prontoqa", "fol").items()})}
+
+    def reply(body):
+        system = body["messages"][0]["content"]
+        return next((scripted for cue, scripted in by_formalism.items() if cue in system), released)(body)
+
+    return reply
+
+
+def test_compare_runs_each_formalism_and_tables_what_each_run_recorded(data_dir, tmp_path):
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(IDS) + "\n")
+    out = tmp_path / "out"
+    with FakeOpenAI(replies(data_dir)) as fake:
+        done = cli("compare", "-d", "prontoqa", "--formalisms", "lp, asp,FOL", "--data-dir", str(data_dir),
+                   "--out", str(out), "--model", "scripted", "--base-url", fake.url, "--ids", str(ids),
+                   "--max-rounds", "0", "--backup", "none")
+        assert done.returncode == 0, done.stderr
+        # Run again: every run resumes from its folder (nothing asked anew) and the table is the same.
+        asked = len(fake.requests)
+        again = cli("compare", "-d", "prontoqa", "--formalisms", "lp,asp,fol", "--data-dir", str(data_dir),
+                    "--out", str(out), "--model", "scripted", "--base-url", fake.url, "--ids", str(ids),
+                    "--max-rounds", "0", "--backup", "none")
+        assert again.returncode == 0, again.stderr
+        assert len(fake.requests) == asked == 9
+    table = (out / "compare-prontoqa.md").read_text()
+    rows = {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:-1]]
+            for line in table.splitlines()[2:]}
+    assert list(rows) == ["lp", "asp", "fol"]
+    # Our own ASP and FOL programs answer as gold; the broken ASP one neither parses nor answers.
+    assert rows["asp"] == ["3", "66.7", "66.7", "100.0", "66.7"]
+    assert rows["fol"] == ["3", "100.0", "100.0", "100.0", "100.0"]
+    assert rows["lp"] == ["3", "100.0", "100.0", "66.7", "66.7"]  # a released gpt-4 program answers wrong
+    for formalism, row in rows.items():
+        stage_dir = out / formalism / "prontoqa"
+        metrics = json.loads((stage_dir / "metrics.json").read_text())
+        parsed = sum(r["error"] is None or r["error"]["category"] not in ("parse", "no_program", "llm")
+                     for r in records(stage_dir / "solve.jsonl"))
+        assert row == [str(metrics["total"]), f"{100 * parsed / 3:.1f}", f"{metrics['exe_rate']:.1f}",
+                       f"{metrics['exe_acc']:.1f}", f"{metrics['accuracy']:.1f}"], formalism
+        solvers = {r["solver"] for r in records(stage_dir / "solve.jsonl")}
+        assert solvers == {formalism}
+    assert "prontoqa by formalism" in done.stdout and "66.7" in done.stdout
+    assert again.stdout == done.stdout
+
+
+def test_compare_refuses_a_formalism_without_a_prompt_before_any_run(data_dir, tmp_path):
+    with FakeOpenAI(lambda body: "never asked") as fake:
+        done = cli("compare", "-d", "folio", "--formalisms", "fol,asp", "--data-dir", str(data_dir),
+                   "--out", str(tmp_path), "--model", "m", "--base-url", fake.url)
+        misspelt = cli("compare", "-d", "folio", "--formalisms", "fol,aps", "--data-dir", str(data_dir),
+                       "--out", str(tmp_path), "--model", "m", "--base-url", fake.url)
+        assert fake.requests == []
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert lines[0] == ("error: --formalisms: no prompt for folio in asp ('folio-asp' is missing); the "
+                        "formalisms with a prompt for it: lp, fol")
+    assert misspelt.returncode == 2 and "unknown formalism 'aps' (did you mean 'asp'?)" in misspelt.stderr
+    assert not any(tmp_path.iterdir())
