@@ -224,7 +224,7 @@ def test_an_unknown_prompt_exits_2_with_the_prompts_there_are(tmp_path):
     task = write_task(tmp_path, source={"format": "jsonl", "path": "rows.jsonl"}, prompt="proofwritter")
     line, = _lines(cli("validate", "--task", str(task)))
     assert line.startswith("error: no prompt 'proofwritter' in the package (did you mean 'proofwriter'?); "
-                           "choose from ar-lsat, compare, cot, folio,"), line
+                           "choose from ar-lsat, ar-lsat-asp, compare, cot, folio,"), line
     mine = write_task(tmp_path, source={"format": "jsonl", "path": "rows.jsonl"}, prompt="mine", answer_space="truth",
                       fields={"id": "qid", "context": "{premises}", "question": "claim", "options": None,
                               "answer": "label"})
