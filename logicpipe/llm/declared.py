@@ -7,9 +7,9 @@ Constraints: header; SMT: its sorts, up to the first function or the constraints
 phase writes the whole text again, what the phases before wrote as a fixed start, then more under a
 grammar built from what was declared: a CSP constraint or option names declared variables only; an
 SMT function's sorts are declared sorts, and its constraints and options are typed by those sorts
-(llm/typed_smt.py). The start is fixed by
-the grammar rather than sent as a partial assistant message, so this needs nothing from an endpoint but
-the grammar field (llama.cpp's `grammar`, vLLM's `guided_grammar`).
+(llm/typed_smt.py). The start is fixed by the grammar rather than sent as a partial assistant message,
+so this needs nothing from an endpoint but the grammar field (llama.cpp's `grammar`, vLLM's
+`guided_grammar`).
 """
 
 from __future__ import annotations
@@ -76,8 +76,9 @@ def next_grammar(language: str, max_tokens: int | None, text: str) -> str | None
 
 def _rest_lines(body: str, max_tokens: int | None, prefix: str) -> str:
     """The rest's two sections (constraints, then query or options) with no more lines each than the
-    decoding grammar allows, nor than fit the tokens the fixed start leaves: its lines name what was declared, and SmolLM2-135M declared
-    names of 24 characters and wrote lines of 30 tokens, so its last option was cut at max_tokens."""
+    decoding grammar allows, nor than fit the tokens the fixed start leaves: its lines name what was
+    declared, and SmolLM2-135M declared names of 24 characters and wrote lines of 30 tokens, so its
+    last option was cut at max_tokens."""
     if max_tokens is None:
         return body
     names = [len(m.group(1)) for m in map(_ANY_DECLARATION.match, prefix.splitlines()) if m]
