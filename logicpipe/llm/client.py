@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError
 from ..core.errors import LLMError, UsageError
 from ..core.jsonl import LONE_SURROGATE, MAX_RECORD_BYTES
 from .cache import Cache, CachedReply
+from .declared import MAX_PHASES
 
 # Worth another try: the server may be busy, restarting or briefly out of capacity.
 _RETRY_STATUS = {408, 409, 429}
@@ -255,8 +256,6 @@ class LLMClient:
     async def _phases(self, client: Any, request: Request, then: Callable[[str], str | None]) -> Completion:
         """The first phase's reply, then each next phase's for as long as `then` gives a grammar for
         the text so far (the last reply holds the whole text); tokens are those of every phase."""
-        from .declared import MAX_PHASES
-
         replies = [await self._complete(client, replace(request, then=None, phase=1))]
         for phase in range(2, MAX_PHASES + 1):
             grammar = then(replies[-1].text)

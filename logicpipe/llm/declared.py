@@ -35,7 +35,8 @@ _SMT_FUNCTION_START = re.compile(r"(^|\n)[ \t]*[A-Za-z0-9_]+[ \t]*=[ \t]*Functio
 _ANY_DECLARATION = re.compile(r"^[ \t]*([A-Za-z0-9_]+)[ \t]*(?:=|\[IN\])")
 # Characters a token of code holds, at the least (SmolLM2's tokenizer on the released programs: 3 to 4).
 _CHARS_PER_TOKEN = 3
-_HEADER = {"csp": re.compile(r"^[ \t]*Constraints[ \t]*::?"),
+# The header that ends the declarations, per language (the scripted server cuts a first phase there).
+HEADERS = {"csp": re.compile(r"^[ \t]*Constraints[ \t]*::?"),
            "smt": re.compile(r"^[ \t]*#+[ \t]*constraints[ \t]*(:::.*)?$", re.IGNORECASE)}
 
 
@@ -45,7 +46,7 @@ def phased(language: str) -> bool:
 
 def first_grammar(language: str, max_tokens: int | None) -> str:
     """The decoding grammar of the first phase: the declarations, or their first part."""
-    return _set_rule(load(language, decoding=True, max_tokens=max_tokens), "root", PHASED[language][0])
+    return _set_rules(load(language, decoding=True, max_tokens=max_tokens), {"root": PHASED[language][0]})
 
 
 def next_grammar(language: str, max_tokens: int | None, text: str) -> str | None:
@@ -57,10 +58,10 @@ def next_grammar(language: str, max_tokens: int | None, text: str) -> str | None
     if language == "smt" and _SMT_FUNCTION_START.search(text):
         prefix = _first_declarations(language, text)
         sorts = list(smt_declarations(prefix).sorts)
-        grammar = _set_rule(grammar, "smt-sort", _choice(sorts + ["bool", "int"]))
-        return _set_rule(grammar, "root", f"{literal(prefix)} smt-functions")
+        return _set_rules(grammar, {"smt-sort": _choice(sorts + ["bool", "int"]),
+                                    "root": f"{literal(prefix)} smt-functions"})
     lines = text.splitlines()
-    if not text.endswith("\n") or not lines or not _HEADER[language].match(lines[-1]):
+    if not text.endswith("\n") or not lines or not HEADERS[language].match(lines[-1]):
         return None
     prefix = _first_declarations(language, text)
     rules = _csp_rules(prefix) if language == "csp" else _smt_rules(prefix)
@@ -71,7 +72,7 @@ def next_grammar(language: str, max_tokens: int | None, text: str) -> str | None
     rules["ws"] = '" "?'
     rest = PHASED[language][1]
     rules[rest] = _rest_lines(_rule_body(grammar, rest), max_tokens, prefix)
-    return _set_rules(_set_rule(grammar, "root", f"{literal(prefix)} {rest}"), rules)
+    return _set_rules(grammar, {**rules, "root": f"{literal(prefix)} {rest}"})
 
 
 def _rest_lines(body: str, max_tokens: int | None, prefix: str) -> str:
@@ -173,16 +174,13 @@ def literal(text: str) -> str:
 
 
 def _set_rules(grammar: str, rules: dict[str, str]) -> str:
-    for name, body in rules.items():
-        grammar = _set_rule(grammar, name, body)
-    return grammar
-
-
-def _set_rule(grammar: str, name: str, body: str) -> str:
-    """Replace rule `name` (one line in these grammars), or add it."""
-    lines = grammar.splitlines()
-    start = f"{name} ::= "
-    replaced = [f"{start}{body}" if line.startswith(start) else line for line in lines]
-    if not any(line.startswith(start) for line in lines):
-        replaced.append(f"{start}{body}")
-    return "\n".join(replaced) + "\n"
+    """Replace each named rule (one line each in these grammars), or add it, in one pass."""
+    lines, seen = [], set()
+    for line in grammar.splitlines():
+        name = line.split(" ::= ", 1)[0] if " ::= " in line and not line.startswith("#") else None
+        if name in rules:
+            line = f"{name} ::= {rules[name]}"
+            seen.add(name)
+        lines.append(line)
+    lines += [f"{name} ::= {body}" for name, body in rules.items() if name not in seen]
+    return "\n".join(lines) + "\n"

@@ -6,7 +6,6 @@ Tests and benchmarks run the real `openai` client against it: no network, no moc
 from __future__ import annotations
 
 import json
-import re
 import socket
 import struct
 import threading
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import load_programs
+from ..llm.declared import HEADERS
 
 
 @dataclass
@@ -185,15 +185,12 @@ def completion(body: dict, text: str, usage: dict[str, Any] | None = None) -> di
     }
 
 
-_CONSTRAINTS_HEADER = re.compile(r"^[ \t]*(#+[ \t]*)?constraints[ \t]*:?:?[ \t]*(:::.*)?$", re.IGNORECASE)
-
-
 def declarations(text: str) -> str:
     """What a server decoding the first phase (llm/declared.py) under its grammar writes, simplified:
     the reply up to and including its constraints header line (all of it where there is none)."""
     lines = text.splitlines(keepends=True)
     for number, line in enumerate(lines):
-        if _CONSTRAINTS_HEADER.match(line.rstrip("\n")):
+        if any(header.match(line.rstrip("\n")) for header in HEADERS.values()):
             return "".join(lines[:number + 1]).rstrip("\n") + "\n"
     return text
 
