@@ -49,14 +49,19 @@ def test_transient_failures_are_missing_and_the_newer_record_wins(tmp_path):
     assert StageFile(path, InterpretRecord).done["a"].final == "B" and len(lines(path)) == 3
 
 
-def test_a_torn_last_line_is_dropped_and_repaired(tmp_path):
+def _torn_after_a(tmp_path):
+    """A stage file holding record a, then the torn start of record b (a crash mid-write), reopened."""
     path = tmp_path / "interpret.jsonl"
     stage = StageFile(path, InterpretRecord)
     stage.write(answer("a"))
     stage.finish(["a"])
     with open(path, "a") as handle:
         handle.write('{"schema_version": 2, "id": "b", "exec')
-    stage = StageFile(path, InterpretRecord)
+    return path, StageFile(path, InterpretRecord)
+
+
+def test_a_torn_last_line_is_dropped_and_repaired(tmp_path):
+    path, stage = _torn_after_a(tmp_path)
     assert list(stage.done) == ["a"]
     stage.write(answer("b"))
     stage.finish(["a", "b"])
@@ -77,13 +82,7 @@ def test_a_torn_tail_longer_than_a_read_block_is_cut_at_the_last_whole_record(tm
 
 
 def test_a_record_read_before_the_torn_line_is_cut_does_not_hide_the_new_one(tmp_path):
-    path = tmp_path / "interpret.jsonl"
-    stage = StageFile(path, InterpretRecord)
-    stage.write(answer("a"))
-    stage.finish(["a"])
-    with open(path, "a") as handle:
-        handle.write('{"schema_version": 2, "id": "b", "exec')
-    stage = StageFile(path, InterpretRecord)
+    path, stage = _torn_after_a(tmp_path)
     assert stage.done["a"].final == "A"  # its reader has now buffered the torn line too
     stage.write(answer("b", final="C"))  # where the torn line was
     assert stage.done["b"].final == "C"
