@@ -8,24 +8,26 @@ import sys
 import threading
 import typing
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from typer.exceptions import TyperException
 
 from . import __version__
 from .core.errors import DataError, LogicPipeError, PrerequisiteError, RunStopped
 from .kb.cli import kb_app
-from .prompts import prompts_option
-from .report.render import render_baseline_summary, render_explanation, render_summary
-from .stages import PIPELINE, RunConfig, run_stages
-from .stages import Progress as StageProgress
-from .stages import baseline as run_baseline
-from .stages.config import invalid_options
+from .stages.config import STAGES, RunConfig, invalid_options
 from .typer_app import App
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from .stages import Progress as StageProgress
+
+# What a command runs is imported in its body: parsing a command line loads only the options, so that
+# `logicpipe list` or `--help` start at once and a run's solver fork server is not kept waiting.
 
 app = App(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
           help="Logic-LM style batch reasoning: formulate -> solve -> refine -> interpret -> evaluate.")
@@ -106,7 +108,9 @@ def _options(
     ids: Optional[Path] = typer.Option(None, "--ids", help="only the problems whose ids this file lists, one a line (e.g. an optimisation's OUT/splits/test.txt)"),
     exclude_ids: Optional[Path] = typer.Option(None, "--exclude-ids", help="all problems but those whose ids this file lists, one a line"),
 ) -> RunConfig:
-    values = dict(locals())
+    values = dict(locals())  # the options, before the import below adds a name
+    from .prompts import prompts_option
+
     values["prompts"] = prompts_option(prompts)
     values["ids"], values["exclude_ids"] = _id_file(ids, "--ids"), _id_file(exclude_ids, "--exclude-ids")
     try:
@@ -169,6 +173,8 @@ def _command(name: str, extra: list[inspect.Parameter] | None = None):
 
 
 def _progress() -> tuple[Progress, StageProgress]:
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
     bar = Progress(TextColumn("[bold]{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
                    TimeElapsedColumn(), console=console, transient=False, disable=not console.is_terminal)
     tasks: dict[str, TaskID] = {}
@@ -182,6 +188,9 @@ def _progress() -> tuple[Progress, StageProgress]:
 
 
 def _report(stages: list[str], config: RunConfig) -> None:
+    from .report.render import render_summary
+    from .stages import run_stages
+
     bar, update = _progress()
     with bar:
         report = run_stages(config, stages, update)
@@ -202,7 +211,7 @@ _DOCS = {"formulate": "Write one program per problem (replayed with --programs, 
                    "(--refine semantic: also revise programs that execute).",
          "interpret": "Map solver verdicts to option letters; back up what did not execute.",
          "evaluate": "Score against gold answers; write evaluate.jsonl and metrics.json."}
-for _name in PIPELINE:
+for _name in STAGES:
     def _stage_command(config: RunConfig, _name: str = _name) -> None:
         _report([_name], config)
 
@@ -213,7 +222,7 @@ for _name in PIPELINE:
 @_command("run")
 def run(config: RunConfig) -> None:
     """All stages in order (formulate, solve, refine, interpret, evaluate); resumes what an earlier run left."""
-    _report(list(PIPELINE), config)
+    _report(list(STAGES), config)
 
 
 @app.command()
@@ -262,6 +271,9 @@ _MODE = inspect.Parameter("mode", inspect.Parameter.KEYWORD_ONLY, annotation=str
 @_command("baseline", [_MODE])
 def baseline(config: RunConfig, mode: str) -> None:
     """The paper's Standard or CoT baseline with the same client, cache and evaluator."""
+    from .report.render import render_baseline_summary
+    from .stages import baseline as run_baseline
+
     bar, update = _progress()
     with bar:
         report = run_baseline(config, mode, update)
@@ -310,6 +322,7 @@ def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out
             ) -> None:
     """Show one problem: question, options, gold, prediction, and how the solver reached its verdict."""
     from .report.explain import explain as gather
+    from .report.render import render_explanation
 
     render_explanation(stdout, gather(run_dir, id, dataset, task, data_dir, round_))
 
@@ -423,6 +436,7 @@ def optimize(
     from .optimize.loop import optimize as run_optimize
     from .optimize.report import write_report
     from .optimize.state import OptimizeState
+    from .prompts import prompts_option
 
     values["supervised"] = not values.pop("unsupervised")
     values["prompts"] = prompts_option(prompts)

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import urllib.error
-import urllib.request
 from pathlib import Path
 
 from ..core.errors import DataError
@@ -42,10 +40,12 @@ def cached_file(relative: str, src: SourceSpec,
             remote = replacement + relative[len(prefix):]
             break
     url = f"{os.environ.get(URL_ENV) or src.base_url}/{remote}"
+    import urllib.request  # the HTTP stack loads only for a download
+
     try:
         with urllib.request.urlopen(url, timeout=60) as response:
             data = response.read()
-    except (urllib.error.URLError, OSError) as exc:
+    except OSError as exc:  # urllib's URLError is one
         raise DataError(f"cannot download {url} ({exc}); {hint}") from None
     if _sha256(data) != expected:
         raise DataError(f"checksum mismatch for {url}: the download is corrupt or not the pinned version")

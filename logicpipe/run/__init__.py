@@ -1,9 +1,19 @@
-"""Where solver calls run: the local worker pool (default) or a Ray cluster; both yield the same outcomes."""
+"""Where solver calls run: the local worker pool (default) or a Ray cluster; both yield the same outcomes.
+
+The executors are loaded on first use: they import the solvers (and with them pydantic and the
+records), while `logicpipe.run.pool` alone must stay light, because the command line starts the fork
+server from it before anything else is imported (logicpipe/__main__.py)."""
 
 from __future__ import annotations
 
-from .executor import Executor, Finished
-from .local import LocalExecutor
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .executor import Executor, Finished
+    from .local import LocalExecutor
+
+_LAZY = {"Executor": "executor", "Finished": "executor", "LocalExecutor": "local"}
 
 
 def make_executor(kind: str, target: str, workers: int, memory_mb: int, address: str | None = None,
@@ -14,7 +24,15 @@ def make_executor(kind: str, target: str, workers: int, memory_mb: int, address:
         from .ray_executor import RayExecutor
 
         return RayExecutor(target, memory_mb, address)
+    from .local import LocalExecutor
+
     return LocalExecutor(target, workers, memory_mb, preload)
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
 
 
 __all__ = ["Executor", "Finished", "LocalExecutor", "make_executor"]

@@ -1,9 +1,29 @@
 """The pipeline's stages (formulate, solve, refine, interpret, evaluate), each a module with
-`run(ctx, trajectories) -> list[StageReport]`, and the runner that drives them."""
+`run(ctx, trajectories) -> list[StageReport]`, and the runner that drives them.
 
-from .config import RunConfig
-from .context import Progress, RunContext, StageReport
-from .runner import PIPELINE, RunReport, baseline, problems_for, run, run_stages
+The names load on first use: the command line needs the options (config.py) to parse a command, and
+the runner only once a command runs."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import RunConfig
+    from .context import Progress, RunContext, StageReport
+    from .runner import PIPELINE, RunReport, baseline, problems_for, run, run_stages
+
+_LAZY = {"RunConfig": "config", "Progress": "context", "RunContext": "context", "StageReport": "context",
+         "PIPELINE": "runner", "RunReport": "runner", "baseline": "runner", "problems_for": "runner",
+         "run": "runner", "run_stages": "runner"}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _LAZY:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+
 
 __all__ = ["PIPELINE", "Progress", "RunConfig", "RunContext", "RunReport", "StageReport", "baseline",
            "problems_for", "run", "run_stages"]

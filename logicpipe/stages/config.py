@@ -24,6 +24,8 @@ from ..data import load_programs
 from ..data.registry import DatasetSpec, get_dataset, load_task_file, solver_name
 from ..run.folder import allowed_errors
 
+# The stages in pipeline order (runner.PIPELINE maps each to its module's run).
+STAGES = ("formulate", "solve", "refine", "interpret", "evaluate")
 Backup = Literal["random", "cot", "none"]
 # error: repair programs that fail (Logic-LM); semantic: also revise those that execute and keep a
 # revision only if the model judges it more faithful to the problem (Logic-LM++).

@@ -4,18 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..core.errors import LLMError, RunStopped
 from ..core.records import Usage
-from ..llm import Completion, LLMClient, LLMSettings, Request
-from ..llm.client import text_bound
+from ..llm import Completion, Request
 from .config import ModelOptions
 from .context import Gate, RunContext
+
+if TYPE_CHECKING:
+    from ..llm.client import LLMSettings
 
 Result = Completion | LLMError
 
 
 def llm_settings(config: ModelOptions, model: str, cache_path: Path | None = None) -> LLMSettings:
+    from ..llm.client import LLMSettings  # the client loads only when a model is asked
+
     return LLMSettings(model=model, base_url=config.base_url, max_concurrency=config.max_concurrency,
                        max_retries=config.max_retries, timeout=config.llm_timeout,
                        cache_path=cache_path or config.llm_cache)
@@ -31,6 +36,8 @@ def send(ctx: RunContext, model: str, requests: list[Request], arrived: Callable
         arrived(request, result)
         if isinstance(result, LLMError):
             ctx.budget.check(result)
+
+    from ..llm.client import text_bound
 
     # A formulate record holds the program and every sample: each reply must fit that many times.
     settings = llm_settings(ctx.config, model).model_copy(
@@ -50,6 +57,8 @@ def send_gated(settings: LLMSettings, gate: Gate | None, requests: list[Request]
         if gate is not None:
             gate.charge(result)
         arrived(request, result)
+
+    from ..llm.client import LLMClient
 
     client = LLMClient(settings)
     try:

@@ -9,15 +9,22 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import cache
 
 from ..prompts import extract_program
-from ..solvers import csp, fol, lp
 from ..solvers.base import map_answer, option_letters
 from ..solvers.sections import quote, split_comment
 
+
 # The section headers that open a program, per formalism, as its parser reads them: a line holding only
 # `Name:` (before any ::: comment). An SMT program's sections are `# Declarations` and the like instead.
-_HEADERS = {"lp": set(lp.SECTIONS), "fol": {*fol.SECTIONS, "Conclusions"}, "csp": set(csp.SECTIONS)}
+@cache
+def _headers() -> dict[str, set[str]]:
+    from ..solvers import csp, fol, lp  # their parsers load only when a reply is read
+
+    return {"lp": set(lp.SECTIONS), "fol": {*fol.SECTIONS, "Conclusions"}, "csp": set(csp.SECTIONS)}
+
+
 _SMT_HEADER = re.compile(r"^\s*#+\s*(?:declarations|constraints|options)\s*$", re.IGNORECASE)
 # An ASP program has no headers; it states its answer with an option/1 or query rule (solvers/asp.py).
 _ASP_ANSWER = re.compile(r"^\s*(?:option\s*\(|query\s*(?::-|\.))", re.MULTILINE)
@@ -37,8 +44,8 @@ def read_program(text: str, solver: str) -> str | None:
         found = any(_SMT_HEADER.match(line) for line in lines)
     elif solver == "asp":
         found = _ASP_ANSWER.search(program) is not None
-    elif solver in _HEADERS:
-        found = any(line.endswith(":") and line[:-1].strip() in _HEADERS[solver] for line in lines)
+    elif solver in _headers():
+        found = any(line.endswith(":") and line[:-1].strip() in _headers()[solver] for line in lines)
     else:  # a solver this module does not know: any text is its program
         found = True
     return program if found else None

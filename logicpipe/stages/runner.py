@@ -20,15 +20,15 @@ from ..run.folder import RunFolder
 from ..solvers import get_solver
 from ..solvers.registry import names as solver_names
 from . import evaluate, formulate, interpret, refine, solve
-from .config import RunConfig
+from .config import STAGES, RunConfig
 from .context import Gate, Progress, RunContext, Stage, StageReport, quiet
 from .identity import SEMANTIC, check_identity
 from .store import load_trajectories
 
 # Problems taken through the stages at a time: bounds a run's memory (about 10 KB a problem in flight).
 CHUNK = 10_000
-PIPELINE: dict[str, Stage] = {"formulate": formulate.run, "solve": solve.run, "refine": refine.run,
-                              "interpret": interpret.run, "evaluate": evaluate.run}
+PIPELINE: dict[str, Stage] = dict(zip(STAGES, (formulate.run, solve.run, refine.run, interpret.run, evaluate.run),
+                                       strict=True))
 
 
 @dataclass
