@@ -175,13 +175,18 @@ def _worker_main(conn: Connection, lifeline: Connection, target: str, memory_mb:
         return
     conn.send(Ready())
     while True:
+        # A job already waiting starts the moment the one before it finished, which is when the pool
+        # restarted its clock (on Finished, or Ready); only a job the worker waited for says Started.
+        # Half the messages, for the many calls of a few milliseconds.
+        waited = not conn.poll()
         try:
             job: Job | None = pickle.loads(conn.recv_bytes())
         except EOFError:
             return
         if job is None:
             return
-        conn.send(Started(job.key))
+        if waited:
+            conn.send(Started(job.key))
         _limit_cpu(job.cpu_seconds)
         start = time.perf_counter()
         try:
@@ -223,13 +228,7 @@ class WorkerPool:
         self.memory_mb = memory_mb
         self.setup = setup
         self._ctx = multiprocessing.get_context("forkserver")
-        # Takes effect when this process starts its fork server, i.e. for its first pool; the server
-        # then lives as long as the process. "__main__" stays first, as in multiprocessing's default:
-        # every worker imports the main module, and that is cheap only if the server has it. Before
-        # Python 3.11 the server cannot be kept off the working directory (no PYTHONSAFEPATH), so it
-        # preloads nothing there: each worker then imports from the parent's path, more slowly.
-        modules = ["__main__", *(preload or [target.partition(":")[0]])] if sys.version_info >= (3, 11) else []
-        self._ctx.set_forkserver_preload(modules)
+        _set_preload(preload or [target.partition(":")[0]])
         self._failed_starts = 0  # workers that could not start since one last did
         self._workers: list[_Worker] = []
         self._lifeline: tuple[Connection, Connection] | None = None  # (workers' end, the pool's end)
@@ -409,6 +408,25 @@ class WorkerPool:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def start_early(preload: list[str]) -> None:
+    """Start this process's fork server now, importing `preload`, so that it loads them while this
+    process goes on (the command line: its own imports, reading the data) and the first pool finds it
+    ready. A later pool's preload then has no effect: the server is already running."""
+    _set_preload(preload)
+    _start_server()
+
+
+def _set_preload(modules: list[str]) -> None:
+    """Takes effect when this process starts its fork server, i.e. for its first pool; the server then
+    lives as long as the process. The main module is not among them: Python's fork server never
+    imports it (it looks for a "main_path" the parent never sends), so every worker imports it on
+    start, which is why the `logicpipe` command's main module is tiny (logicpipe/__main__.py). Before
+    Python 3.11 the server cannot be kept off the working directory (no PYTHONSAFEPATH), so it preloads
+    nothing there: each worker then imports from the parent's path, more slowly."""
+    wanted = modules if sys.version_info >= (3, 11) else []
+    multiprocessing.get_context("forkserver").set_forkserver_preload(wanted)
 
 
 def _start_server() -> None:

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import sys
 from pathlib import Path
 
 
@@ -21,3 +22,8 @@ def misbehave(payload: dict) -> str:
             server = os.getppid()
             os.kill(int(Path(f"/proc/{server}/stat").read_text().rsplit(")", 1)[1].split()[1]), signal.SIGKILL)
     return f"done {action}"
+
+
+def modules(payload: dict) -> list[str]:
+    """The logicpipe modules a worker holds when it takes its first call."""
+    return sorted(name for name in sys.modules if name.startswith("logicpipe"))
