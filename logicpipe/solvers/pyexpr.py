@@ -24,6 +24,9 @@ INT_BOUND = 2**63
 # The solvers walk trees recursively; a bound far below Python's recursion limit keeps them safe.
 MAX_DEPTH = 100
 
+# Where Python's tokenizer may warn (a backslash escape, a number run into a word): only there is the
+# parse wrapped in a warnings filter, which costs more than the parse of a short expression.
+_HINTED = re.compile(r"\\|\d[^\W\d]")
 _SCOPE = re.compile(r"(?<=\()(\s*)\[(?=\s*\w+\s*:)")
 _MARKED_SCOPE = re.compile(r"(?<!\w)_\[")
 
@@ -82,9 +85,13 @@ def parse_expression(
         raise ProgramParseError("empty expression", line)
     shown = clip(source_text)
     try:
-        with warnings.catch_warnings():  # Python's own hints (invalid escapes, "1x") are not for the user
-            warnings.simplefilter("ignore", SyntaxWarning)
+        if _HINTED.search(source_text) is None:
             tree = ast.parse(source_text, mode="eval")
+        else:
+            with warnings.catch_warnings():  # Python's own hints (invalid escapes, "1x") are not for the user
+                warnings.simplefilter("ignore", SyntaxWarning)
+                warnings.simplefilter("ignore", DeprecationWarning)  # an invalid escape, before Python 3.12
+                tree = ast.parse(source_text, mode="eval")
     except SyntaxError as exc:
         raise ProgramParseError(f"syntax error: {exc.msg}", line, exc.offset, shown) from None
     except (RecursionError, MemoryError):
@@ -98,7 +105,12 @@ def parse_expression(
             if kind not in nodes or kind in _INSPECTED:
                 _check_node(node, tree, line, shown, nodes, calls)
             if kind is not ast.Name:  # a name's only child is its Load context
-                below.extend(ast.iter_child_nodes(node))
+                for name in node._fields:  # ast.iter_child_nodes, without its generator
+                    child = getattr(node, name, None)
+                    if isinstance(child, ast.AST):
+                        below.append(child)
+                    elif isinstance(child, list):
+                        below.extend(item for item in child if isinstance(item, ast.AST))
         if not below:
             return tree.body
         level = below

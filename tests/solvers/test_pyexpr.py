@@ -56,3 +56,14 @@ def test_other_constructs_and_constants_are_named():
 def test_clip_keeps_short_text_and_shortens_long_text():
     assert clip("a  ==\n 1") == "a == 1"
     assert clip("x" * 500, 20) == "x" * 17 + "..."
+
+
+@pytest.mark.parametrize("text", ["x == 1if y", "'\\d' == x", "0x1for == 2"])
+def test_pythons_own_syntax_hints_never_reach_the_user(text, recwarn):
+    # Python warns of a number run into a word or an invalid escape; the program's author is told of
+    # errors by the parser, never by a Python warning on the worker's stderr.
+    try:
+        parse_expression(text, 1)
+    except ProgramParseError:
+        pass
+    assert not [w for w in recwarn if issubclass(w.category, (SyntaxWarning, DeprecationWarning))]
