@@ -71,6 +71,13 @@ def clip(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+# Trees of expressions already parsed and accepted, by text and rules: a solver worker meets the same
+# domain list or comparison in program after program (LogicalDeduction's 3,618 expressions are 899
+# texts). Callers only read the trees. Emptied when full, so it stays small.
+_PARSED: dict[tuple[str, frozenset[type], frozenset[str] | None], ast.expr] = {}
+_PARSED_MAX = 4096
+
+
 def parse_expression(
     text: str,
     line: int | None,
@@ -79,7 +86,19 @@ def parse_expression(
 ) -> ast.expr:
     """Parse one expression; reject any node type outside `nodes`, any call whose target is not a
     plain name in `calls` (None: any plain name), constants that are not small integers, strings or
-    booleans, and trees deeper than MAX_DEPTH, with a ProgramParseError giving line and column."""
+    booleans, and trees deeper than MAX_DEPTH, with a ProgramParseError giving line and column. The
+    tree is shared with every caller of the same text: read it, never change it."""
+    key = (text, nodes, calls)
+    tree = _PARSED.get(key)
+    if tree is None:
+        tree = _parse(text, line, nodes, calls)
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = tree
+    return tree
+
+
+def _parse(text: str, line: int | None, nodes: frozenset[type], calls: frozenset[str] | None) -> ast.expr:
     source_text = text.strip()
     if not source_text:
         raise ProgramParseError("empty expression", line)

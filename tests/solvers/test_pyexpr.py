@@ -1,3 +1,5 @@
+import ast
+
 import pytest
 
 from logicpipe.core.errors import ProgramParseError
@@ -67,3 +69,18 @@ def test_pythons_own_syntax_hints_never_reach_the_user(text, recwarn):
     except ProgramParseError:
         pass
     assert not [w for w in recwarn if issubclass(w.category, (SyntaxWarning, DeprecationWarning))]
+
+
+def test_a_text_parsed_before_is_still_checked_against_each_callers_rules_and_line():
+    assert isinstance(parse_expression("f(x) == 1", 2, calls=frozenset({"f"})), ast.Compare)
+    with pytest.raises(ProgramParseError, match="unknown function 'f'") as caught:
+        parse_expression("f(x) == 1", 5, calls=frozenset({"g"}))
+    assert caught.value.line == 5
+    for line in (3, 9):  # a refused text is refused again, at the line of the program it is in
+        assert reason_at("x | y", line).line == line
+
+
+def reason_at(text: str, line: int) -> ProgramParseError:
+    with pytest.raises(ProgramParseError) as caught:
+        parse_expression(text, line)
+    return caught.value
