@@ -20,3 +20,7 @@ if [ ! -f .venv/.installed ] || [ pyproject.toml -nt .venv/.installed ]; then
   .venv/bin/python -m pip install -q -e '.[test]'
   touch .venv/.installed
 fi
+# An editable install leaves the package's own modules to be compiled when first imported, and never
+# where PYTHONDONTWRITEBYTECODE is set: then every command would compile them again (about 0.1 s of
+# each start). Compiled once here; an unchanged module is skipped.
+.venv/bin/python -m compileall -q logicpipe >/dev/null
