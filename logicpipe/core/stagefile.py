@@ -11,7 +11,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import BinaryIO, Generic, TypeVar
 
@@ -42,6 +42,8 @@ class StageFile(Generic[R]):
         self._appender: Appender | None = None
         self._deferred = False  # see defer()
         self._kept: list[str] | None = None  # the ids deferred finishes named; None before the first
+        self.parsed = 0  # records parsed from the file (a resume parses only the chunks it redoes)
+        self.on_finish: Callable[[list[str]], None] | None = None  # told the ids of each finish()
         self._index()
         self.done: Mapping[str, R] = _Done(self)
 
@@ -90,6 +92,7 @@ class StageFile(Generic[R]):
 
     def record_at(self, offset: int) -> R:
         line = self._raw(offset)
+        self.parsed += 1
         if self.warnings is not None:
             return tolerant(self.model).model_validate_json(line)
         try:
@@ -130,12 +133,15 @@ class StageFile(Generic[R]):
     def finish(self, order: Iterable[str]) -> None:
         """Keep exactly the records for `order`, in that order. The file is rewritten only when it
         differs (a resumed, parallel, killed or re-scoped run), so a complete run ends byte-identical."""
+        order = list(order)
+        if self.on_finish is not None:
+            self.on_finish(order)
         if self._deferred:
             if self._kept is None:
                 self._kept = []
             self._kept += order
             return
-        self._order(list(order))
+        self._order(order)
 
     def settle(self) -> None:
         """The deferred finish of a chunked run, over all its chunks' ids. A file the run only read (no

@@ -120,6 +120,7 @@ class RunFolder:
         self.budget = ErrorBudget(allowed_errors)
         self.reads: Counter[str] = Counter()  # stage file -> times read (each should be read once)
         self._files: dict[str, StageFile] = {}
+        self._finished: dict[str, list[str]] | None = None  # see watch()
         self._deferred = False
         self._lock = DirectoryLock(path)
 
@@ -187,9 +188,23 @@ class RunFolder:
         if name not in self._files:
             self.reads[name] += self.stage_path(name).exists()
             self._files[name] = StageFile(self.stage_path(name), model, self.warnings)
+            self._files[name].on_finish = lambda order, name=name: self._note(name, order)
             if self._deferred:
                 self._files[name].defer()
         return self._files[name]
+
+    def watch(self) -> dict[str, list[str]]:
+        """From now on, note which files each finish() kept which ids in (a chunk's, to skip it on resume)."""
+        self._finished = {}
+        return self._finished
+
+    def _note(self, name: str, order: list[str]) -> None:
+        if self._finished is not None:
+            self._finished.setdefault(name, []).extend(order)
+
+    def parsed(self) -> dict[str, int]:
+        """Records parsed from each stage file so far."""
+        return {name: stage.parsed for name, stage in self._files.items() if stage.parsed}
 
     def defer(self) -> None:
         """A run in chunks: each stage file is put in input order once, by finish_files(), not per chunk."""
