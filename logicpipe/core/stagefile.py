@@ -11,7 +11,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from pathlib import Path
 from typing import BinaryIO, Generic, TypeVar
 
@@ -29,12 +29,18 @@ class StageFile(Generic[R]):
     done: a later run redoes them, and the newer record replaces the older one.
 
     With `warnings`, a reader that only shows the run: bad lines are skipped with a warning (and fields
-    this version does not know are kept) where a run refuses them, naming the file and line."""
+    this version does not know are kept) where a run refuses them, naming the file and line. With
+    `only`, a reader that shows some problems: the lines of other ids are neither indexed nor checked.
+    `lazy` (with `warnings`): no line is checked until its record is asked for, which then raises if it
+    is malformed (the reader, showing a page of a large run, reads the run again checking every line)."""
 
-    def __init__(self, path: Path, model: type[R], warnings: list[str] | None = None):
+    def __init__(self, path: Path, model: type[R], warnings: list[str] | None = None,
+                 only: Set[str] | None = None, lazy: bool = False):
         self.path = path
         self.model = model
         self.warnings = warnings
+        self.only = only
+        self.lazy = lazy
         self._offsets: dict[str, int] = {}  # id -> byte offset of its latest line
         self._lines: list[str] = []  # ids in file order, duplicates included
         self._torn = False
@@ -76,7 +82,9 @@ class StageFile(Generic[R]):
                 identifier = value.get("id") if isinstance(value, dict) else None
             except (ValueError, UnicodeDecodeError):
                 identifier = None
-        if self.warnings is not None:  # a reader checks each line now: it shows them all anyway
+        if self.only is not None and identifier not in self.only:
+            return None
+        if self.warnings is not None and not self.lazy:  # a reader checks each line now: it shows them all anyway
             try:
                 tolerant(self.model).model_validate_json(line)
             except ValueError:
@@ -200,3 +208,23 @@ def _lines_of(path: Path) -> Iterator[tuple[int, bytes | None]]:
         if rest:
             yield offset, None
 
+
+
+def flagged_ids(path: Path, flag: re.Pattern[bytes]) -> set[str]:
+    """The ids of the lines that `flag` finds something in (any line, not only each id's latest), from
+    the raw bytes: no record is parsed, so a reader can pick the few problems it must read in full."""
+    found: set[str] = set()
+    for _, line in _lines_of(path):
+        if line is None or not flag.search(line):
+            continue
+        match = _LEADING_ID.match(line)
+        if match is not None and b"\\" not in match.group(1):
+            found.add(match.group(1).decode("utf-8", "replace"))
+            continue
+        try:
+            value = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("id"), str):
+            found.add(value["id"])
+    return found

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 from collections import Counter
+from collections.abc import Set
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -111,12 +112,14 @@ def allowed_errors(max_errors: str, total: int) -> int:
 
 class RunFolder:
     def __init__(self, path: Path, *, overwrite: bool = False, allowed_errors: int = 0,
-                 warnings: list[str] | None = None):
+                 warnings: list[str] | None = None, only: Set[str] | None = None, lazy: bool = False):
         self.path = path
         self.overwrite = overwrite
         # Given, the folder is only shown (view, failures): malformed lines are skipped with a warning and
         # unknown fields kept, where a run needs every record it resumes from.
         self.warnings = warnings
+        self.only = only  # a reader of some problems: the files index only these ids' lines
+        self.lazy = lazy  # a reader of a page: lines are checked only when read (see StageFile)
         self.budget = ErrorBudget(allowed_errors)
         self.reads: Counter[str] = Counter()  # stage file -> times read (each should be read once)
         self._files: dict[str, StageFile] = {}
@@ -187,7 +190,7 @@ class RunFolder:
         """The stage file `name`, read once however often it is asked for."""
         if name not in self._files:
             self.reads[name] += self.stage_path(name).exists()
-            self._files[name] = StageFile(self.stage_path(name), model, self.warnings)
+            self._files[name] = StageFile(self.stage_path(name), model, self.warnings, self.only, self.lazy)
             self._files[name].on_finish = lambda order, name=name: self._note(name, order)
             if self._deferred:
                 self._files[name].defer()
