@@ -23,10 +23,11 @@ Fetch = Callable[[Sequence[int]], list[Problem]]
 
 
 class ProblemSet:
-    """The chosen problems: `ids` in run order; `take(start, stop)` reads those problems."""
+    """The chosen problems: `ids` and gold `answers` in run order (what says whether a chunk is the one
+    an earlier run finished); `take(start, stop)` reads those problems."""
 
-    def __init__(self, ids: list[str], rows: array, fetch: Fetch):
-        self.ids = ids
+    def __init__(self, ids: list[str], answers: list[str | None], rows: array, fetch: Fetch):
+        self.ids, self.answers = ids, answers
         self._rows = rows  # each chosen problem's row among the split's problems
         self._fetch = fetch
 
@@ -42,10 +43,11 @@ class ProblemSet:
 
     def keep(self, wanted: Callable[[str], bool]) -> ProblemSet:
         chosen = [i for i, identifier in enumerate(self.ids) if wanted(identifier)]
-        return ProblemSet([self.ids[i] for i in chosen], array("q", (self._rows[i] for i in chosen)), self._fetch)
+        return ProblemSet([self.ids[i] for i in chosen], [self.answers[i] for i in chosen],
+                          array("q", (self._rows[i] for i in chosen)), self._fetch)
 
     def first(self, limit: int) -> ProblemSet:
-        return ProblemSet(self.ids[:limit], self._rows[:limit], self._fetch)
+        return ProblemSet(self.ids[:limit], self.answers[:limit], self._rows[:limit], self._fetch)
 
 
 def index_problems(spec: DatasetSpec, split: str, data_dir: Path | str | None = None) -> ProblemSet:
@@ -59,12 +61,13 @@ def index_problems(spec: DatasetSpec, split: str, data_dir: Path | str | None = 
             raise DataError(f"task {spec.key}: data file {path} not found")
         return _indexed_jsonl(spec, path)
     problems = load_problems(spec, split, data_dir)
-    return ProblemSet([sys.intern(p.id) for p in problems], array("q", range(len(problems))),
-                      lambda rows: [problems[row] for row in rows])
+    return ProblemSet([sys.intern(p.id) for p in problems], [p.answer for p in problems],
+                      array("q", range(len(problems))), lambda rows: [problems[row] for row in rows])
 
 
 def _indexed_jsonl(spec: DatasetSpec, path: Path) -> ProblemSet:
     ids: list[str] = []
+    answers: list[str | None] = []  # one letter each, interned: a pointer a problem
     offsets = array("q")
     seen: set[str] = set()
     issues, first = 0, ""
@@ -88,12 +91,13 @@ def _indexed_jsonl(spec: DatasetSpec, path: Path) -> ProblemSet:
         identifier = sys.intern(problem.id)
         seen.add(identifier)
         ids.append(identifier)
+        answers.append(sys.intern(problem.answer) if problem.answer is not None else None)
         offsets.append(offset)
     if issues:
         more = f" (and {issues - 1} more; see `logicpipe validate`)" if issues > 1 else ""
         raise DataError(first + more)
     del seen
-    return ProblemSet(ids, offsets, lambda rows: _read(spec, path, rows))
+    return ProblemSet(ids, answers, offsets, lambda rows: _read(spec, path, rows))
 
 
 def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict]]:

@@ -22,7 +22,6 @@ from ..core.records import (
     EvaluateRecord,
     FormulateRecord,
     InterpretRecord,
-    Problem,
     Record,
     SolveRecord,
 )
@@ -33,10 +32,11 @@ from .context import StageReport
 FILE = "chunks.jsonl"
 
 
-def chunk_key(problems: list[Problem]) -> str:
+def chunk_key(ids: list[str], answers: list[str | None]) -> str:
+    """A chunk's problems: their ids and gold answers (a changed answer is rescored, not skipped)."""
     digest = hashlib.sha256()
-    for problem in problems:
-        digest.update(f"{problem.id}\x1f{problem.answer}\x1e".encode())
+    for identifier, answer in zip(ids, answers):
+        digest.update(f"{identifier}\x1f{answer}\x1e".encode())
     return digest.hexdigest()
 
 

@@ -205,13 +205,14 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
         ctx.progress = progress = _RunProgress(shown, len(starts))
         try:
             for start in starts:
-                chunk = problems.take(start, start + CHUNK)
-                ids, key = [p.id for p in chunk], chunk_key(chunk)
+                ids = problems.ids[start:start + CHUNK]
+                key = chunk_key(ids, problems.answers[start:start + CHUNK])
                 note = log.skippable(ctx.store, key, ids, identity) if skip else None
-                if note is not None:
+                if note is not None:  # not even its problems are read
                     total = _skip(ctx, log, note, ids, identity, reports, total)
                     progress.next_chunk()
                     continue
+                chunk = problems.take(start, start + CHUNK)
                 files, ctx.tally = ctx.store.watch(), None
                 trajectories = load_trajectories(ctx.store, chunk)
                 done = work(trajectories, recorded)
