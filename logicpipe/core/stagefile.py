@@ -7,6 +7,7 @@ scans the ids of what was done without parsing a single record it does not need.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -124,6 +125,14 @@ class StageFile(Generic[R]):
         offset = self._appender.write(record)
         self._lines.append(sys.intern(record.id))
         self._offsets[self._lines[-1]] = offset
+
+    def digest(self, ids: Iterable[str]) -> str:
+        """A hash of each id's latest line as it lies in the file (an absent one marked): read, not parsed."""
+        digest = hashlib.blake2b(digest_size=16)
+        for identifier in ids:
+            offset = self._offsets.get(identifier)
+            digest.update(b"\0" if offset is None else self._raw(offset))
+        return digest.hexdigest()
 
     def close(self) -> None:
         if self._appender is not None:

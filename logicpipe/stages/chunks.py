@@ -2,10 +2,11 @@
 
 When a chunk has been through its stages and none of its records is to be redone (no transient error),
 a line notes: the chunk (a hash of its problems' ids and gold answers), the run's identity, the stages
-it went through, each stage's count, the ids each stage file kept, and the chunk's metric tally. A later
-run with the same identity finds every record of that chunk in the files' indexes (no record parsed) and
-adds the noted tally and counts instead of rebuilding the chunk's trajectories: metrics come out the same
-as a clean run's. A chunk that is redone and comes out unfinished gets a line that says so, and the
+it went through, each stage's count, the ids each stage file kept with a hash of their lines, and the
+chunk's metric tally. A later run with the same identity finds those lines unchanged (read, hashed, not
+parsed) and adds the noted tally and counts instead of rebuilding the chunk's trajectories: metrics come
+out the same as a clean run's. A line changed since (damaged, redone, gone) has the chunk redone, and so
+checked as every record a run reads is. A chunk that is redone and comes out unfinished gets a line that says so, and the
 latest line of a chunk is the one that counts.
 """
 
@@ -89,13 +90,13 @@ class ChunkLog:
         self._fd: int | None = None
 
     def skippable(self, store: RunFolder, key: str, ids: list[str], stages: list[str]) -> dict | None:
-        """The note of a finished chunk whose every record is still in the files, else None."""
+        """The note of a finished chunk whose records are all in the files as they were when it was noted
+        (byte for byte: a record missing, redone or damaged since has the chunk redone), else None."""
         note = self.notes.get(key)
         if note is None or not note["finished"] or not set(stages) <= set(note["stages"]):
             return None
         for file, kept in note["files"].items():
-            done = store.file(file, model_of(file)).done  # its index: no record is parsed
-            if any(i not in done for i in _kept(kept, ids)):
+            if store.file(file, model_of(file)).digest(_kept(kept, ids)) != kept.get("digest"):
                 return None
         return note
 
@@ -106,13 +107,14 @@ class ChunkLog:
                 store.file(file, model_of(file)).finish(_kept(kept, ids))
         return [StageReport(name, total, 0, 0.0) for name, total in note["reports"] if name in stages]
 
-    def note(self, key: str, ids: list[str], stages: list[str], kept: dict[str, list[str]],
+    def note(self, store: RunFolder, key: str, ids: list[str], stages: list[str], kept: dict[str, list[str]],
              reports: list[StageReport], tally: dict | None, done: bool) -> None:
         """Note a chunk just taken through `stages` (not written when the same note is there)."""
         note: dict[str, Any] = {"key": key, "stamp": self.stamp, "finished": done}
         if done:
-            note.update(stages=sorted(stages), reports=[[r.name, r.total] for r in reports],
-                        files={file: _which(order, ids) for file, order in kept.items()}, tally=tally)
+            files = {file: {**_which(order, ids), "digest": store.file(file, model_of(file)).digest(order)}
+                     for file, order in kept.items()}
+            note.update(stages=sorted(stages), reports=[[r.name, r.total] for r in reports], files=files, tally=tally)
         if self.notes.get(key) == note or (not done and key not in self.notes):
             return
         self.notes[key] = note
@@ -135,7 +137,7 @@ def _which(kept: list[str], ids: list[str]) -> dict[str, list[str]]:
     return {"except": [i for i in ids if i not in chosen]}
 
 
-def _kept(noted: dict[str, list[str]], ids: list[str]) -> list[str]:
+def _kept(noted: dict[str, Any], ids: list[str]) -> list[str]:
     if "only" in noted:
         return noted["only"]
     left_out = set(noted["except"])

@@ -222,7 +222,7 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
                 if tally is not None:
                     total = (total or Tally(ctx.task.solver)).add(tally)
                 if skip:
-                    log.note(key, ids, identity, files, done, tally, finished(trajectories))
+                    log.note(ctx.store, key, ids, identity, files, done, tally, finished(trajectories))
                 if keep:
                     kept += trajectories
                 del trajectories, chunk  # before the next chunk is read: one chunk in memory at a time
