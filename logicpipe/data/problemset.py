@@ -1,8 +1,8 @@
 """A split's problems for a run: their ids in order, each problem read when its chunk is taken.
 
-A JSONL task file is checked in one pass that keeps only each row's id and byte offset; a chunk's
-rows are read and mapped again when the run reaches them. So a run of a million problems holds their
-ids, not their texts. The other formats (a JSON list, CSV, Hugging Face, Logic-LM's files) are read
+A JSONL task file is checked in one pass that keeps only each row's id, gold answer and byte offset;
+a chunk's rows are read and mapped again when the run reaches them. So a run of a million problems
+holds their ids, not their texts. The other formats (a JSON list, CSV, Hugging Face, Logic-LM's files) are read
 whole, as they always were: they are the published datasets, a few thousand problems each.
 """
 
@@ -67,7 +67,7 @@ def index_problems(spec: DatasetSpec, split: str, data_dir: Path | str | None = 
 
 def _indexed_jsonl(spec: DatasetSpec, path: Path) -> ProblemSet:
     ids: list[str] = []
-    answers: list[str | None] = []  # one letter each, interned: a pointer a problem
+    answers: list[str | None] = []  # interned (a letter, mostly): a pointer a problem
     offsets = array("q")
     seen: set[str] = set()
     issues, first = 0, ""
