@@ -30,7 +30,7 @@ from logicpipe.testing.puzzles import generate
 ROOT = Path(__file__).resolve().parent.parent
 
 def logicpipe(*args: str) -> list[str]:
-    return [sys.executable, "-m", "logicpipe.cli", *args]
+    return [sys.executable, "-m", "logicpipe", *args]
 
 
 def _reap(command: list[str], **kwargs) -> tuple[int, float, float]:

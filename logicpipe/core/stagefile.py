@@ -7,11 +7,12 @@ scans the ids of what was done without parsing a single record it does not need.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Set
 from pathlib import Path
 from typing import BinaryIO, Generic, TypeVar
 
@@ -29,12 +30,18 @@ class StageFile(Generic[R]):
     done: a later run redoes them, and the newer record replaces the older one.
 
     With `warnings`, a reader that only shows the run: bad lines are skipped with a warning (and fields
-    this version does not know are kept) where a run refuses them, naming the file and line."""
+    this version does not know are kept) where a run refuses them, naming the file and line. With
+    `only`, a reader that shows some problems: the lines of other ids are neither indexed nor checked.
+    `lazy` (with `warnings`): no line is checked until its record is asked for, which then raises if it
+    is malformed (the reader, showing a page of a large run, reads the run again checking every line)."""
 
-    def __init__(self, path: Path, model: type[R], warnings: list[str] | None = None):
+    def __init__(self, path: Path, model: type[R], warnings: list[str] | None = None,
+                 only: Set[str] | None = None, lazy: bool = False):
         self.path = path
         self.model = model
         self.warnings = warnings
+        self.only = only
+        self.lazy = lazy
         self._offsets: dict[str, int] = {}  # id -> byte offset of its latest line
         self._lines: list[str] = []  # ids in file order, duplicates included
         self._torn = False
@@ -42,6 +49,8 @@ class StageFile(Generic[R]):
         self._appender: Appender | None = None
         self._deferred = False  # see defer()
         self._kept: list[str] | None = None  # the ids deferred finishes named; None before the first
+        self.parsed = 0  # records parsed from the file (a resume parses only the chunks it redoes)
+        self.on_finish: Callable[[list[str]], None] | None = None  # told the ids of each finish()
         self._index()
         self.done: Mapping[str, R] = _Done(self)
 
@@ -74,7 +83,9 @@ class StageFile(Generic[R]):
                 identifier = value.get("id") if isinstance(value, dict) else None
             except (ValueError, UnicodeDecodeError):
                 identifier = None
-        if self.warnings is not None:  # a reader checks each line now: it shows them all anyway
+        if self.only is not None and identifier not in self.only:
+            return None
+        if self.warnings is not None and not self.lazy:  # a reader checks each line now: it shows them all anyway
             try:
                 tolerant(self.model).model_validate_json(line)
             except ValueError:
@@ -90,6 +101,7 @@ class StageFile(Generic[R]):
 
     def record_at(self, offset: int) -> R:
         line = self._raw(offset)
+        self.parsed += 1
         if self.warnings is not None:
             return tolerant(self.model).model_validate_json(line)
         try:
@@ -114,6 +126,14 @@ class StageFile(Generic[R]):
         self._lines.append(sys.intern(record.id))
         self._offsets[self._lines[-1]] = offset
 
+    def digest(self, ids: Iterable[str]) -> str:
+        """A hash of each id's latest line as it lies in the file (an absent one marked): read, not parsed."""
+        digest = hashlib.blake2b(digest_size=16)
+        for identifier in ids:
+            offset = self._offsets.get(identifier)
+            digest.update(b"\0" if offset is None else self._raw(offset))
+        return digest.hexdigest()
+
     def close(self) -> None:
         if self._appender is not None:
             self._appender.close()
@@ -130,12 +150,15 @@ class StageFile(Generic[R]):
     def finish(self, order: Iterable[str]) -> None:
         """Keep exactly the records for `order`, in that order. The file is rewritten only when it
         differs (a resumed, parallel, killed or re-scoped run), so a complete run ends byte-identical."""
+        order = list(order)
+        if self.on_finish is not None:
+            self.on_finish(order)
         if self._deferred:
             if self._kept is None:
                 self._kept = []
             self._kept += order
             return
-        self._order(list(order))
+        self._order(order)
 
     def settle(self) -> None:
         """The deferred finish of a chunked run, over all its chunks' ids. A file the run only read (no
@@ -194,3 +217,23 @@ def _lines_of(path: Path) -> Iterator[tuple[int, bytes | None]]:
         if rest:
             yield offset, None
 
+
+
+def flagged_ids(path: Path, flag: re.Pattern[bytes]) -> set[str]:
+    """The ids of the lines that `flag` finds something in (any line, not only each id's latest), from
+    the raw bytes: no record is parsed, so a reader can pick the few problems it must read in full."""
+    found: set[str] = set()
+    for _, line in _lines_of(path):
+        if line is None or not flag.search(line):
+            continue
+        match = _LEADING_ID.match(line)
+        if match is not None and b"\\" not in match.group(1):
+            found.add(match.group(1).decode("utf-8", "replace"))
+            continue
+        try:
+            value = json.loads(line)
+        except (ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(value, dict) and isinstance(value.get("id"), str):
+            found.add(value["id"])
+    return found

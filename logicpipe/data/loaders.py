@@ -8,7 +8,6 @@ import io
 import json
 import os
 import string
-from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +15,7 @@ from ..core.errors import DataError, UsageError, did_you_mean
 from ..core.records import Problem
 from ..solvers.base import option_letters
 from .fetch import cached_file
+from .programs import index_programs
 from .registry import DatasetSpec, source
 
 DATA_ENV = "LOGICPIPE_DATA"
@@ -238,43 +238,7 @@ def _options(spec: str | list[str] | None, row: dict) -> list[str]:
 
 
 def load_programs(path: Path) -> dict[str, str]:
-    """id -> first program text. Records without a usable program are left out (they become
-    no_program records in formulate). A file is read once for as long as it is unchanged."""
-    if not path.exists():
-        raise DataError(f"programs file {path} not found")
-    return dict(_programs(path, path.stat().st_mtime_ns, path.stat().st_size))
-
-
-def _kind(value: Any) -> str:
-    """What a JSON value is, in words."""
-    if isinstance(value, bool):
-        return "true or false"
-    if isinstance(value, (int, float)):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, dict):
-        return "an object"
-    return "a list" if isinstance(value, list) else "null"
-
-
-@lru_cache(maxsize=16)
-def _programs(path: Path, mtime_ns: int, size: int) -> dict[str, str]:
-    raw = parse_json(read_text(path), str(path))
-    if not isinstance(raw, list):
-        raise DataError(f"{path}: expected a JSON list of records with 'id' and 'raw_logic_programs'")
-    programs = {}
-    for index, item in enumerate(raw):
-        if not isinstance(item, dict) or "id" not in item:
-            raise DataError(f"{path}: record {index} has no 'id'")
-        texts = item.get("raw_logic_programs")
-        if texts is None:
-            continue  # no program for this problem (a no_program record)
-        if not isinstance(texts, list) or not all(isinstance(text, str) for text in texts):
-            given = "a list holding " + _kind(next(t for t in texts if not isinstance(t, str))) \
-                if isinstance(texts, list) else _kind(texts)
-            raise DataError(f"{path}: record {index} ({item['id']!r}): raw_logic_programs is {given}; it must be "
-                            'a list of program texts, e.g. "raw_logic_programs": ["Predicates: ..."]')
-        if texts and texts[0].strip():
-            programs[str(item["id"])] = texts[0]
-    return programs
+    """id -> first program text, all held (a run reads them a chunk at a time: index_programs).
+    Records without a usable program are left out (they become no_program records in formulate)."""
+    programs = index_programs(path)
+    return programs.texts(programs)

@@ -3,11 +3,12 @@ else the task file run.json names, else the built-in dataset of the directory's 
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from pathlib import Path
 
 from ..core.errors import LogicPipeError
 from ..core.records import Problem
-from ..data import DatasetSpec, get_dataset, load_problems, load_task_file
+from ..data import DatasetSpec, get_dataset, index_problems, load_problems, load_task_file
 from ..data.fetch import cache_dir
 from ..data.loaders import data_root
 from ..data.registry import source
@@ -37,18 +38,18 @@ def split_of(recorded: Recorded) -> str:
 
 
 def recorded_problems(recorded: Recorded, task: DatasetSpec | None, data_dir: Path | str | None,
-                      warnings: list[str]) -> dict[str, Problem]:
-    """id -> problem as the task describes it; where the data is out of reach, a warning says why and
-    the result is empty."""
+                      warnings: list[str], ids: Collection[str] | None = None) -> dict[str, Problem]:
+    """id -> problem as the task describes it (only those of `ids`, if given: a page of a large run);
+    where the data is out of reach, a warning says why and the result is empty."""
     try:
-        return load_recorded_problems(recorded, task, data_dir, warnings)
+        return load_recorded_problems(recorded, task, data_dir, warnings, ids)
     except LogicPipeError as exc:
         warnings.append(f"problem texts for {recorded.key} not shown: {exc} ({HINT})")
         return {}
 
 
 def load_recorded_problems(recorded: Recorded, task: DatasetSpec | None, data_dir: Path | str | None,
-                           warnings: list[str]) -> dict[str, Problem]:
+                           warnings: list[str], ids: Collection[str] | None = None) -> dict[str, Problem]:
     """As recorded_problems, but a task or data out of reach is a LogicPipeError saying why. Showing a
     run never downloads: without a data folder, Logic-LM's data must be in the download cache."""
     spec = task_spec(recorded, task)
@@ -61,4 +62,7 @@ def load_recorded_problems(recorded: Recorded, task: DatasetSpec | None, data_di
         cached = cache_dir() / "logic-lm" / source().commit / f"data/{spec.name}/{split}.json"
         if not cached.exists():
             raise LogicPipeError("no Logic-LM data here, and showing a run never downloads")
-    return {p.id: p for p in load_problems(spec, split, data_dir)}
+    if ids is None:
+        return {p.id: p for p in load_problems(spec, split, data_dir)}
+    wanted = set(ids)  # the split is checked as a run checks it, and only these problems are read
+    return {p.id: p for p in index_problems(spec, split, data_dir).keep(wanted.__contains__)}

@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 from collections import Counter
+from collections.abc import Set
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -111,15 +112,18 @@ def allowed_errors(max_errors: str, total: int) -> int:
 
 class RunFolder:
     def __init__(self, path: Path, *, overwrite: bool = False, allowed_errors: int = 0,
-                 warnings: list[str] | None = None):
+                 warnings: list[str] | None = None, only: Set[str] | None = None, lazy: bool = False):
         self.path = path
         self.overwrite = overwrite
         # Given, the folder is only shown (view, failures): malformed lines are skipped with a warning and
         # unknown fields kept, where a run needs every record it resumes from.
         self.warnings = warnings
+        self.only = only  # a reader of some problems: the files index only these ids' lines
+        self.lazy = lazy  # a reader of a page: lines are checked only when read (see StageFile)
         self.budget = ErrorBudget(allowed_errors)
         self.reads: Counter[str] = Counter()  # stage file -> times read (each should be read once)
         self._files: dict[str, StageFile] = {}
+        self._finished: dict[str, list[str]] | None = None  # see watch()
         self._deferred = False
         self._lock = DirectoryLock(path)
 
@@ -186,10 +190,24 @@ class RunFolder:
         """The stage file `name`, read once however often it is asked for."""
         if name not in self._files:
             self.reads[name] += self.stage_path(name).exists()
-            self._files[name] = StageFile(self.stage_path(name), model, self.warnings)
+            self._files[name] = StageFile(self.stage_path(name), model, self.warnings, self.only, self.lazy)
+            self._files[name].on_finish = lambda order, name=name: self._note(name, order)
             if self._deferred:
                 self._files[name].defer()
         return self._files[name]
+
+    def watch(self) -> dict[str, list[str]]:
+        """From now on, note which files each finish() kept which ids in (a chunk's, to skip it on resume)."""
+        self._finished = {}
+        return self._finished
+
+    def _note(self, name: str, order: list[str]) -> None:
+        if self._finished is not None:
+            self._finished.setdefault(name, []).extend(order)
+
+    def parsed(self) -> dict[str, int]:
+        """Records parsed from each stage file so far."""
+        return {name: stage.parsed for name, stage in self._files.items() if stage.parsed}
 
     def defer(self) -> None:
         """A run in chunks: each stage file is put in input order once, by finish_files(), not per chunk."""

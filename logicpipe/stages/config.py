@@ -20,7 +20,7 @@ from pydantic import (
 )
 
 from ..core.errors import DataError, LogicPipeError
-from ..data import load_programs
+from ..data import index_programs
 from ..data.registry import DatasetSpec, get_dataset, load_task_file, solver_name
 from ..run.folder import allowed_errors
 
@@ -216,14 +216,14 @@ class RunConfig(TaskOptions):
     @field_validator("programs")
     @classmethod
     def _programs(cls, value: Path | None) -> Path | None:
-        """The file is read now (and kept in memory for formulate), so a wrong one stops the run here."""
+        """The file is checked and indexed now (the index is kept for formulate), so a wrong one stops the run here."""
         if value is None:
             return None
         if value.is_dir():
             raise ValueError(f"{value} is a folder; give a Logic-LM programs file (a JSON list of records "
                              "with id and raw_logic_programs), e.g. programs/ProntoQA_dev_gpt-4.json")
         try:
-            load_programs(value)
+            index_programs(value)
         except DataError as exc:
             raise ValueError(str(exc)) from None
         except OSError as exc:

@@ -9,7 +9,7 @@ from pathlib import Path
 from ..core.errors import LLMError
 from ..core.records import ErrorCategory, FormulateRecord, StageError, stage_error
 from ..core.trajectory import Trajectory
-from ..data import load_programs
+from ..data import index_programs
 from ..llm import Request
 from ..llm.constrain import check_refusal, constraint_for, field_for
 from ..prompts import problem_fields
@@ -44,7 +44,7 @@ def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
 
 
 def _replay(ctx: RunContext, path: Path, todo: list[Trajectory], write: Write) -> None:
-    programs = load_programs(path)
+    programs = index_programs(path).texts(t.id for t in todo)  # this chunk's, read from the file now
     for trajectory in todo:
         text = programs.get(trajectory.id)
         error = None if text else StageError(category=ErrorCategory.no_program,

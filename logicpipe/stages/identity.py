@@ -20,7 +20,11 @@ SEMANTIC = ("revise", "compare")  # the prompts semantic refinement adds
 
 
 def file_sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:  # a block at a time: a million programs are a gigabyte
+        while block := handle.read(1 << 20):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:

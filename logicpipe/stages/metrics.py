@@ -68,6 +68,28 @@ class Tally:
                 self.decisions[decision.outcome] += 1
         return self
 
+    _COUNTS = ("total", "executed", "correct_executed", "correct", "paper_executed", "paper_correct",
+               "first", "first_executed", "decided", "revised")
+
+    def state(self) -> dict:
+        """The tally as JSON, saved with each finished chunk (a resume adds it instead of re-reading)."""
+        return {**{name: getattr(self, name) for name in self._COUNTS}, "rounds": self.rounds,
+                "failures": dict(self.failures), "sources": sorted(self.sources),
+                "decisions": dict(self.decisions), "usage": self.usage.model_dump() if self.usage else None}
+
+    def add(self, state: dict) -> Tally:
+        """Another tally's state added to this one."""
+        for name in self._COUNTS:
+            setattr(self, name, getattr(self, name) + state[name])
+        self.rounds = max(self.rounds, state["rounds"])
+        self.failures.update(state["failures"])
+        self.sources.update(state["sources"])
+        self.decisions.update(state["decisions"])
+        if state["usage"] is not None:
+            usage = Usage(**state["usage"])
+            self.usage = usage if self.usage is None else self.usage + usage
+        return self
+
     def score_metrics(self, config: RunConfig) -> dict:
         return {
             "dataset": config.spec.key,

@@ -12,7 +12,7 @@ from ..core.errors import DataError, UsageError
 from ..core.records import InterpretRecord, Problem
 from ..core.task import Task
 from ..core.trajectory import Trajectory
-from ..data import load_problems, load_programs
+from ..data import ProblemSet, index_problems, index_programs
 from ..llm import api_key
 from ..llm.grammars import LANGUAGES
 from ..prompts import PromptSet
@@ -20,9 +20,11 @@ from ..run.folder import RunFolder
 from ..solvers import get_solver
 from ..solvers.registry import names as solver_names
 from . import evaluate, formulate, interpret, refine, solve
+from .chunks import ChunkLog, chunk_key, finished
 from .config import STAGES, RunConfig
 from .context import Gate, Progress, RunContext, Stage, StageReport, quiet
 from .identity import SEMANTIC, check_identity
+from .metrics import Tally
 from .store import load_trajectories
 
 # Problems taken through the stages at a time: bounds a run's memory (about 10 KB a problem in flight).
@@ -37,6 +39,7 @@ class RunReport:
     stages: list[StageReport] = field(default_factory=list)
     trajectories: list[Trajectory] = field(default_factory=list)
     file_reads: dict[str, int] = field(default_factory=dict)  # stage file -> times read
+    records_read: dict[str, int] = field(default_factory=dict)  # stage file -> records parsed from it
 
 
 def task_for(config: RunConfig) -> Task:
@@ -49,31 +52,36 @@ def task_for(config: RunConfig) -> Task:
 
 
 def problems_for(config: RunConfig) -> list[Problem]:
-    problems = load_problems(config.spec, config.split, config.data_dir)
+    """The run's problems, all read (for a small set; a run takes them a chunk at a time: problem_set)."""
+    return list(problem_set(config))
+
+
+def problem_set(config: RunConfig) -> ProblemSet:
+    problems = index_problems(config.spec, config.split, config.data_dir)
     # The loader has checked ids (unique, printable), fields and answers row by row.
     if config.ids is not None:
         wanted = set(config.ids)
-        unknown = sorted(wanted - {p.id for p in problems})
+        unknown = sorted(wanted - set(problems.ids))
         if unknown:
             raise DataError(f"no problem {unknown[0]!r} in {config.spec.key}/{config.split}")
-        problems = [p for p in problems if p.id in wanted]
+        problems = problems.keep(wanted.__contains__)
     if config.exclude_ids is not None:
         unwanted = set(config.exclude_ids)
-        unknown = sorted(unwanted - {p.id for p in problems})
+        unknown = sorted(unwanted - set(problems.ids))
         if unknown:
             raise DataError(f"no problem {unknown[0]!r} in {config.spec.key}/{config.split} (--exclude-ids)")
-        problems = [p for p in problems if p.id not in unwanted]
-    return problems[: config.limit] if config.limit else problems
+        problems = problems.keep(lambda identifier: identifier not in unwanted)
+    return problems.first(config.limit) if config.limit else problems
 
 
-def _check(config: RunConfig, stages: list[str], problems: list[Problem], prompts: PromptSet, task: Task) -> None:
+def _check(config: RunConfig, stages: list[str], problems: ProblemSet, prompts: PromptSet, task: Task) -> None:
     """Everything that can fail before the first file is written fails here."""
     if "formulate" in stages:
         if config.programs is None and config.model is None:
             raise UsageError("formulate needs --programs FILE (replay) or --model NAME (an LLM writes the programs)")
         if config.programs is not None:
-            known = load_programs(config.programs)
-            if known and not {p.id for p in problems} & set(known):
+            known = index_programs(config.programs)
+            if len(known) and not any(identifier in known for identifier in problems.ids):
                 raise DataError(f"{config.programs} has no program for any {task.name}/{task.split} problem "
                                 "(is it the right dataset?)")
         else:
@@ -126,9 +134,9 @@ def _asks_model(config: RunConfig, stages: list[str]) -> bool:
 
 
 def open_context(config: RunConfig, stages: list[str], progress: Progress = quiet,
-                 task: Task | None = None, gate: Gate | None = None) -> tuple[RunContext, list[Problem]]:
+                 task: Task | None = None, gate: Gate | None = None) -> tuple[RunContext, ProblemSet]:
     task = task or task_for(config)
-    problems = problems_for(config)
+    problems = problem_set(config)
     prompts = PromptSet(config.prompts)
     _check(config, stages, problems, prompts, task)
     folder = RunFolder(config.out / task.dataset, overwrite=config.overwrite,
@@ -152,10 +160,12 @@ def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet,
     if config.overwrite and "formulate" not in stages:
         raise UsageError("--overwrite starts a run afresh: give it to `run` or `formulate`, not to a later stage")
 
-    def work(trajectories: list[Trajectory], identity: dict) -> list[StageReport]:
+    def prepare(identity: dict) -> None:
         answered = identity["stages"].get("interpret")
         if answered and "interpret" not in stages:  # metrics name the backup interpret used, not a default
             ctx.config = config.model_copy(update={"backup": answered["backup"], "seed": answered["seed"]})
+
+    def work(trajectories: list[Trajectory], identity: dict) -> list[StageReport]:
         reports: list[StageReport] = []
         names = [s for s in PIPELINE if s in stages]
         if names[:2] == ["formulate", "solve"] and config.programs is None:
@@ -166,39 +176,74 @@ def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet,
             reports += PIPELINE[name](ctx, trajectories)
         return reports
 
-    return _hold(ctx, problems, stages, work, keep)
+    return _hold(ctx, problems, stages, work, keep, prepare, skip=not keep)
 
 
-def _hold(ctx: RunContext, problems: list[Problem], identity: list[str],
-          work: Callable[[list[Trajectory], dict], list[StageReport]], keep: bool = False) -> RunReport:
+def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
+          work: Callable[[list[Trajectory], dict], list[StageReport]], keep: bool = False,
+          prepare: Callable[[dict], None] | None = None, skip: bool = False) -> RunReport:
     """Run `work` while holding the dataset folder: its lock, --overwrite, the identity of the stages
     named, the trajectories rebuilt from its files, and those files closed afterwards.
 
-    The problems go through in chunks of CHUNK: each chunk's trajectories are rebuilt, taken through every
-    stage and dropped before the next, so memory is bounded by a chunk, not by the run (each stage file
-    keeps only an index of ids). The files are put in input order once, at the end. `keep` keeps every
-    trajectory for the report (a caller that reads them, on a small problem set)."""
+    The problems go through in chunks of CHUNK: each chunk's problems are read and its trajectories
+    rebuilt, taken through every stage and dropped before the next, so memory is bounded by a chunk, not
+    by the run (the problems are held as ids, each stage file as an index of ids). The files are put in
+    input order once, at the end. With `skip` (the pipeline's stages), a chunk noted finished by an
+    earlier run (chunks.py) is skipped: its records stay unparsed, its noted tally is added. `keep`
+    keeps every trajectory for the report (a caller that reads them, on a small problem set)."""
     with ctx.store:
         recorded = check_identity(ctx, identity)
-        chunks = [problems[i:i + CHUNK] for i in range(0, len(problems), CHUNK)] or [[]]
-        if len(chunks) > 1:
+        if prepare is not None:
+            prepare(recorded)
+        starts = range(0, len(problems), CHUNK) if len(problems) else range(1)
+        if len(starts) > 1:
             ctx.store.defer()
+        log = ChunkLog(ctx.store, recorded)
         reports: dict[str, StageReport] = {}
         kept: list[Trajectory] = []
-        shown = ctx.progress
-        ctx.progress = progress = _RunProgress(shown, len(chunks))
-        for chunk in chunks:
-            trajectories = load_trajectories(ctx.store, chunk)
-            for report in work(trajectories, recorded):
-                _add(reports, report)
-            if keep:
-                kept += trajectories
-            del trajectories  # before the next chunk is read: one chunk in memory at a time
-            progress.next_chunk()
-        ctx.progress = shown
+        shown, total = ctx.progress, ctx.tally
+        ctx.progress = progress = _RunProgress(shown, len(starts))
+        try:
+            for start in starts:
+                ids = problems.ids[start:start + CHUNK]
+                key = chunk_key(ids, problems.answers[start:start + CHUNK])
+                note = log.skippable(ctx.store, key, ids, identity) if skip else None
+                if note is not None:  # not even its problems are read
+                    total = _skip(ctx, log, note, ids, identity, reports, total)
+                    progress.next_chunk()
+                    continue
+                chunk = problems.take(start, start + CHUNK)
+                files, ctx.tally = ctx.store.watch(), None
+                trajectories = load_trajectories(ctx.store, chunk)
+                done = work(trajectories, recorded)
+                for report in done:
+                    _add(reports, report)
+                tally = ctx.tally.state() if ctx.tally is not None else None
+                if tally is not None:
+                    total = (total or Tally(ctx.task.solver)).add(tally)
+                if skip:
+                    log.note(ctx.store, key, ids, identity, files, done, tally, finished(trajectories))
+                if keep:
+                    kept += trajectories
+                del trajectories, chunk  # before the next chunk is read: one chunk in memory at a time
+                progress.next_chunk()
+        finally:
+            log.close()
+        ctx.progress, ctx.tally = shown, total
         ctx.store.finish_files()
         evaluate.conclude(ctx)
-    return RunReport(ctx.metrics, list(reports.values()), kept, dict(ctx.store.reads))
+    return RunReport(ctx.metrics, list(reports.values()), kept, dict(ctx.store.reads), ctx.store.parsed())
+
+
+def _skip(ctx: RunContext, log: ChunkLog, note: dict, ids: list[str], stages: list[str],
+          reports: dict[str, StageReport], total: Tally | None) -> Tally | None:
+    """A finished chunk, taken as noted."""
+    for report in log.skip(ctx.store, note, ids, stages):
+        _add(reports, report)
+        ctx.progress(report.name, report.total, report.total)
+    if "evaluate" in stages and note["tally"] is not None:
+        total = (total or Tally(ctx.task.solver)).add(note["tally"])
+    return total
 
 
 class _RunProgress:

@@ -5,6 +5,7 @@ one reader of a run's records: the stages, and everything that shows a finished 
 from __future__ import annotations
 
 import json
+from collections.abc import Set
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -92,10 +93,26 @@ class Recorded:
         return self.stage_dir.name
 
 
-def read_recorded(stage_dir: Path, warnings: list[str], window: slice | None = None) -> Recorded:
+def read_recorded(stage_dir: Path, warnings: list[str], window: slice | None = None,
+                  only: Set[str] | None = None) -> Recorded:
     """The directory as recorded; what cannot be read becomes a warning, never an error. With `window`,
-    only those problems' records are parsed (the ids of all are indexed, which is cheap)."""
-    store = RunFolder(stage_dir, warnings=warnings)  # opened without `with`: it only reads
+    only those problems' records are parsed (the ids of all are indexed, which is cheap), and lines are
+    checked only as they are read: where one shown is malformed, the directory is read again checking
+    every line. With `only`, only these problems are read at all (`total` counts them alone)."""
+    if window is not None:
+        lazily: list[str] = []
+        try:
+            recorded = _read_recorded(stage_dir, lazily, window, only, lazy=True)
+        except ValueError:
+            return _read_recorded(stage_dir, warnings, window, only, lazy=False)
+        warnings += lazily
+        return recorded
+    return _read_recorded(stage_dir, warnings, window, only, lazy=False)
+
+
+def _read_recorded(stage_dir: Path, warnings: list[str], window: slice | None, only: Set[str] | None,
+                   lazy: bool) -> Recorded:
+    store = RunFolder(stage_dir, warnings=warnings, only=only, lazy=lazy)  # opened without `with`: it only reads
     try:
         ids = list(dict.fromkeys([*store.file("evaluate", EvaluateRecord).done,
                                   *store.file("interpret", InterpretRecord).done,

@@ -4,13 +4,19 @@ to the same files, solving only what was missing."""
 
 import gc
 import json
+import os
 import random
+import signal
+import subprocess
+import sys
+import time
 
 import pytest
 
 from logicpipe.core.trajectory import Trajectory
 from logicpipe.stages import RunConfig, run, run_stages, runner
 from logicpipe.testing.puzzles import generate
+from tests.conftest import ROOT
 
 SIZE, CHUNK = 240, 40
 FILES = ("formulate.jsonl", "solve.jsonl", "interpret.jsonl", "evaluate.jsonl", "metrics.json")
@@ -91,3 +97,38 @@ def test_a_stage_run_alone_on_a_chunked_run_leaves_the_files_it_only_reads(task,
     again = run_stages(config(task, out), ["evaluate"])
     assert {p.name: p.read_bytes() for p in (out / "scale").glob("*.jsonl")} == before
     assert again.metrics == whole.metrics
+    assert again.records_read == {}  # every chunk was noted finished: its tally was taken, no record parsed
+
+
+def test_a_cli_run_killed_midway_resumes_parsing_only_the_chunks_it_had_not_finished(tmp_path, monkeypatch):
+    size = 12 * CHUNK
+    path, programs = generate(tmp_path / "puzzles", size)
+    out = tmp_path / "killed"
+    # The real CLI, with chunks of CHUNK problems; its own session, so the kill takes the solver workers too.
+    code = f"import sys; from logicpipe.stages import runner; runner.CHUNK = {CHUNK}; " \
+           "from logicpipe.cli import main; main(sys.argv[1:])"
+    process = subprocess.Popen([sys.executable, "-c", code, "run", "--task", str(path), "--programs", str(programs),
+                                "--out", str(out), "--workers", "2"], cwd=ROOT, stdout=subprocess.DEVNULL,
+                               stderr=subprocess.DEVNULL, start_new_session=True)
+    notes = out / "scale" / "chunks.jsonl"
+    deadline = time.monotonic() + 120
+    while process.poll() is None and time.monotonic() < deadline:
+        if notes.exists() and notes.read_bytes().count(b"\n") >= 6:
+            break
+        time.sleep(0.01)
+    os.killpg(process.pid, signal.SIGKILL)
+    assert process.wait() == -signal.SIGKILL, "the run ended before it could be killed half-way"
+    noted = notes.read_bytes().count(b"\n")
+    assert 6 <= noted < 12 and not (out / "scale" / "metrics.json").exists()
+
+    monkeypatch.setattr(runner, "CHUNK", CHUNK, raising=False)
+    resumed = run(RunConfig(task=path, programs=programs, out=out, workers=2))
+    whole = run(RunConfig(task=path, programs=programs, out=tmp_path / "whole", workers=2))
+    assert files(out) == files(tmp_path / "whole") and resumed.metrics == whole.metrics
+    assert [(s.name, s.total) for s in resumed.stages] == [(s.name, s.total) for s in whole.stages]
+    # The finished chunks were taken from their notes: only the rest's records were parsed (none at all
+    # when the kill came before the next chunk wrote any).
+    assert all(n <= (12 - noted) * CHUNK for n in resumed.records_read.values()), resumed.records_read
+    assert sum(s.new for s in resumed.stages if s.name == "solve") <= (12 - noted) * CHUNK
+    print(f"\nkilled with {noted} of 12 chunks noted; records parsed on resume: {resumed.records_read}")
+    assert whole.records_read == {}  # a clean run parses no record: it holds what it wrote

@@ -55,7 +55,8 @@ def _dataset(view: RunView, folder: Path, task: DatasetSpec | None, data_dir: Pa
                           "first": (window.start or 0) if window is not None else 0,
                           "shown": len(recorded.trajectories)})
     texts = {key: problem.model_dump() for key, problem in
-             recorded_problems(recorded, task, data_dir, view.warnings).items()}
+             recorded_problems(recorded, task, data_dir, view.warnings,
+                               [t.id for t in recorded.trajectories] if window is not None else None).items()}
     return [_problem(recorded.key, trajectory, texts.get(trajectory.id, {})) for trajectory in recorded.trajectories]
 
 
