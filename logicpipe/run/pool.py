@@ -159,12 +159,15 @@ def _limit_cpu(seconds: float) -> None:
 
 def _worker_main(conn: Connection, lifeline: Connection, target: str, memory_mb: int, setup: Setup | None) -> None:
     os.setsid()
-    _die_with_parent(lifeline)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU would otherwise dump core
+    # The bound first: a thread's first allocation makes glibc reserve a 64 MB arena, which, made before
+    # the bound, could take a small bound's room (then any allocation fails, at a place that depends on
+    # timing); made under it, it falls back to the main arena.
     if memory_mb > 0:
         limit = memory_mb * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    _die_with_parent(lifeline)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # SIGXCPU would otherwise dump core
     try:
         func = _resolve(target)
         reason = setup() if setup is not None else None
