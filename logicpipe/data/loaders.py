@@ -8,6 +8,7 @@ import io
 import json
 import os
 import string
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -119,15 +120,24 @@ def _json_rows(path: Path, key: str | None) -> list[dict]:
 
 
 def _jsonl_rows(path: Path) -> list[dict]:
-    rows = []
-    for number, line in enumerate(read_text(path).splitlines(), start=1):
-        if not line.strip():
-            continue
-        row = parse_json(line, f"{path}:{number}")
-        if not isinstance(row, dict):
-            raise DataError(f"{path}:{number}: expected a JSON object")
-        rows.append(row)
-    return rows
+    return [row for _, row in jsonl_rows(path)]
+
+
+def jsonl_rows(path: Path) -> Iterator[tuple[int, dict]]:
+    """(byte offset, row) of each row of a JSONL file that is not blank, read a line at a time."""
+    with open(path, "rb") as handle:
+        offset = 0
+        for number, raw in enumerate(handle, start=1):
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DataError(f"{path}: not UTF-8 text (byte {offset + exc.start}); is it binary, or UTF-16?") from None
+            if line.strip():
+                row = parse_json(line, f"{path}:{number}")
+                if not isinstance(row, dict):
+                    raise DataError(f"{path}:{number}: expected a JSON object")
+                yield offset, row
+            offset += len(raw)
 
 
 def map_rows(spec: DatasetSpec, rows: list[dict], where: str) -> tuple[list[Problem], list[str]]:
@@ -135,23 +145,35 @@ def map_rows(spec: DatasetSpec, rows: list[dict], where: str) -> tuple[list[Prob
     issues: list[str] = []
     seen: dict[str, int] = {}
     for index, row in enumerate(rows):
-        name = f"{where}: row {index + 1}"
         try:
-            problem = map_row(spec, row)
-        except FieldError as exc:
-            raw_id = row.get(spec.fields.id) if spec.fields.id in row else None
-            issues.append(f"{name}{f' (id {raw_id!r})' if raw_id is not None else ''}: {exc}")
+            problem, name = checked_row(spec, row, f"{where}: row {index + 1}")
+        except RowIssue as exc:
+            issues.append(str(exc))
             continue
-        name += f" (id {problem.id!r})"
         if problem.id in seen:
             issues.append(f"{name}: duplicate id, first used by row {seen[problem.id]}")
-            continue
-        if not problem.id.isprintable() or not problem.id:
-            issues.append(f"{name}: the id is empty or has control characters")
             continue
         seen[problem.id] = index + 1
         problems.append(problem)
     return problems, issues
+
+
+class RowIssue(ValueError):
+    """A row that cannot be a problem, in one line naming it."""
+
+
+def checked_row(spec: DatasetSpec, row: dict, name: str) -> tuple[Problem, str]:
+    """The row's problem and the row's `name` with its id; RowIssue when its fields do not map or its id
+    is empty or has control characters. Whether the id is new is the caller's to check."""
+    try:
+        problem = map_row(spec, row)
+    except FieldError as exc:
+        raw_id = row.get(spec.fields.id) if spec.fields.id in row else None
+        raise RowIssue(f"{name}{f' (id {raw_id!r})' if raw_id is not None else ''}: {exc}") from None
+    name += f" (id {problem.id!r})"
+    if not problem.id.isprintable() or not problem.id:
+        raise RowIssue(f"{name}: the id is empty or has control characters")
+    return problem, name
 
 
 def map_row(spec: DatasetSpec, row: dict) -> Problem:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..core.errors import DataError, UsageError, did_you_mean
 from ..core.records import Problem
-from .loaders import FieldError, load_problems, map_row, parse_json
+from .loaders import FieldError, RowIssue, checked_row, jsonl_rows, load_problems, map_row
 from .registry import DatasetSpec
 
 Fetch = Callable[[Sequence[int]], list[Problem]]
@@ -71,22 +71,16 @@ def _indexed_jsonl(spec: DatasetSpec, path: Path) -> ProblemSet:
     offsets = array("q")
     seen: set[str] = set()
     issues, first = 0, ""
-    for index, (offset, row) in enumerate(_jsonl_rows(path)):  # rows counted as load_problems counts them
-        name = f"{path}: row {index + 1}"
+    for index, (offset, row) in enumerate(jsonl_rows(path)):  # rows counted as load_problems counts them
         try:
-            problem = map_row(spec, row)
-        except FieldError as exc:
-            raw_id = row.get(spec.fields.id) if spec.fields.id in row else None
-            issues, first = issues + 1, first or f"{name}{f' (id {raw_id!r})' if raw_id is not None else ''}: {exc}"
+            problem, name = checked_row(spec, row, f"{path}: row {index + 1}")
+        except RowIssue as exc:
+            issues, first = issues + 1, first or str(exc)
             continue
-        name += f" (id {problem.id!r})"
         if problem.id in seen:
             if not first:  # the first row of that id is looked up only for the message shown
                 first = f"{name}: duplicate id, first used by row {_row_of(path, spec, problem.id)}"
             issues += 1
-            continue
-        if not problem.id.isprintable() or not problem.id:
-            issues, first = issues + 1, first or f"{name}: the id is empty or has control characters"
             continue
         identifier = sys.intern(problem.id)
         seen.add(identifier)
@@ -100,26 +94,9 @@ def _indexed_jsonl(spec: DatasetSpec, path: Path) -> ProblemSet:
     return ProblemSet(ids, answers, offsets, lambda rows: _read(spec, path, rows))
 
 
-def _jsonl_rows(path: Path) -> Iterator[tuple[int, dict]]:
-    """(byte offset, row) of each row that is not blank, read a line at a time."""
-    with open(path, "rb") as handle:
-        offset = 0
-        for number, raw in enumerate(handle, start=1):
-            try:
-                line = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DataError(f"{path}: not UTF-8 text (byte {offset + exc.start}); is it binary, or UTF-16?") from None
-            if line.strip():
-                row = parse_json(line, f"{path}:{number}")
-                if not isinstance(row, dict):
-                    raise DataError(f"{path}:{number}: expected a JSON object")
-                yield offset, row
-            offset += len(raw)
-
-
 def _row_of(path: Path, spec: DatasetSpec, identifier: str) -> int:
     """The row (counted as load_problems counts them) whose problem first has this id."""
-    for index, (_, row) in enumerate(_jsonl_rows(path)):
+    for index, (_, row) in enumerate(jsonl_rows(path)):
         try:
             if map_row(spec, row).id == identifier:
                 return index + 1
