@@ -5,8 +5,7 @@ The public names load on first use, so a solver worker or `logicpipe list` impor
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from .core.lazy import lazy_names
 
 __version__ = "0.2.0"
 
@@ -19,8 +18,4 @@ _PUBLIC = {
 }
 __all__ = sorted(_PUBLIC)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _PUBLIC:
-        raise AttributeError(f"module 'logicpipe' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_PUBLIC[name]}", __name__), name)
+__getattr__ = lazy_names(__name__, _PUBLIC)

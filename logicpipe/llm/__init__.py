@@ -5,10 +5,10 @@ model needs the client (asyncio, the HTTP stack, the cache)."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..core.errors import LLMError
+from ..core.lazy import lazy_names
 from .request import Completion, Request, Totals, api_key, endpoint
 
 if TYPE_CHECKING:
@@ -23,14 +23,10 @@ if TYPE_CHECKING:
         request_headers,
     )
 
-_CLIENT = {"LLMClient", "LLMSettings", "MalformedReply", "cache_key", "default_cache_path", "parse_reply",
-           "request_body", "request_headers"}
+_CLIENT = {name: "client" for name in ("LLMClient", "LLMSettings", "MalformedReply", "cache_key",
+                                        "default_cache_path", "parse_reply", "request_body", "request_headers")}
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _CLIENT:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(".client", __name__), name)
+__getattr__ = lazy_names(__name__, _CLIENT)
 
 
 __all__ = ["Completion", "LLMClient", "LLMError", "LLMSettings", "MalformedReply", "Request", "Totals",

@@ -6,8 +6,9 @@ server from it before anything else is imported (logicpipe/__main__.py)."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from .executor import Executor, Finished
@@ -28,11 +29,7 @@ def make_executor(kind: str, target: str, workers: int, memory_mb: int, address:
 
     return LocalExecutor(target, workers, memory_mb, preload)
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 __all__ = ["Executor", "Finished", "LocalExecutor", "make_executor"]

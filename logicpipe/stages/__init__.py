@@ -6,8 +6,9 @@ the runner only once a command runs."""
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ..core.lazy import lazy_names
 
 if TYPE_CHECKING:
     from .config import RunConfig
@@ -18,11 +19,7 @@ _LAZY = {"RunConfig": "config", "Progress": "context", "RunContext": "context", 
          "PIPELINE": "runner", "RunReport": "runner", "baseline": "runner", "problems_for": "runner",
          "run": "runner", "run_stages": "runner"}
 
-
-def __getattr__(name: str) -> Any:
-    if name not in _LAZY:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+__getattr__ = lazy_names(__name__, _LAZY)
 
 
 __all__ = ["PIPELINE", "Progress", "RunConfig", "RunContext", "RunReport", "StageReport", "baseline",
