@@ -28,7 +28,9 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, as
             ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 _OPTION = re.compile(r"^\(?([A-Za-z])\)\s*(.*)$")
 
-Compiled = Callable[[dict[str, Any]], Any]
+# A compiled expression takes the values of the variables it uses, in the order it first used them (its
+# `used` list): the form python-constraint calls a constraint with, so no dict is built per call.
+Compiled = Callable[[tuple[Any, ...]], Any]
 
 
 @dataclass
@@ -43,7 +45,7 @@ class Constraint:
 class CSPProgram:
     variables: dict[str, list[Any]] = field(default_factory=dict)
     constraints: list[Constraint] = field(default_factory=list)
-    options: list[tuple[str, Compiled, str]] = field(default_factory=list)
+    options: list[tuple[str, Compiled, str, list[str]]] = field(default_factory=list)  # letter, check, text, used
     notes: list[str] = field(default_factory=list)  # what the parser ignored or dropped
 
 
@@ -83,8 +85,9 @@ def _domain(text: str, number: int) -> list[Any]:
 
 def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int, text: str,
              checks: list[ProgramCheckError]) -> Compiled:
-    """Turn a checked tree into a closure over a solution dict. Operators and calls turn a Python
-    failure at run time into a ProgramExecutionError naming the line and the sub-expression."""
+    """Turn a checked tree into a closure over the values of `used` (which it extends). Operators and
+    calls turn a Python failure at run time into a ProgramExecutionError naming the line and the
+    sub-expression."""
     if isinstance(node, ast.Constant):
         value = node.value
         return lambda env: value
@@ -97,7 +100,8 @@ def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int
             return lambda env: None
         if name not in used:
             used.append(name)
-        return lambda env: env[name]
+        slot = used.index(name)
+        return lambda env: env[slot]
 
     def compile_(child: ast.expr) -> Compiled:
         return _compile(child, known, used, number, text, checks)
@@ -112,7 +116,7 @@ def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int
         if isinstance(node.op, ast.Not):
             return lambda env: not inner(env)
         if isinstance(node.op, ast.USub):
-            def negate(env: dict[str, Any]) -> Any:
+            def negate(env: tuple[Any, ...]) -> Any:
                 try:
                     return -inner(env)
                 except TypeError as exc:
@@ -122,7 +126,7 @@ def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int
     if isinstance(node, ast.BinOp):
         left, right, op = compile_(node.left), compile_(node.right), _BINARY[type(node.op)]
 
-        def binary(env: dict[str, Any]) -> Any:
+        def binary(env: tuple[Any, ...]) -> Any:
             try:
                 return op(left(env), right(env))
             except (ArithmeticError, TypeError) as exc:
@@ -134,14 +138,14 @@ def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int
         if len(ops) == 1:  # the common case, kept lean: constraints run once per candidate assignment
             first, second, only = terms[0], terms[1], ops[0]
 
-            def compare_two(env: dict[str, Any]) -> bool:
+            def compare_two(env: tuple[Any, ...]) -> bool:
                 try:
                     return only(first(env), second(env))
                 except TypeError as exc:
                     raise _failed(exc, node, number) from None
             return compare_two
 
-        def compare(env: dict[str, Any]) -> bool:
+        def compare(env: tuple[Any, ...]) -> bool:
             values = [t(env) for t in terms]
             try:
                 return all(op(values[i], values[i + 1]) for i, op in enumerate(ops))
@@ -155,7 +159,7 @@ def _compile(node: ast.expr, known: dict[str, Any], used: list[str], number: int
         func = _call_target(node, number, text)
         args = [compile_(a) for a in node.args]
 
-        def call(env: dict[str, Any]) -> Any:
+        def call(env: tuple[Any, ...]) -> Any:
             try:
                 return func(*[a(env) for a in args])
             except (TypeError, ValueError) as exc:
@@ -236,8 +240,9 @@ class CSPSolver:
             if not match:
                 raise ProgramParseError("expected an option such as 'A) variable == 2'", number, text=clip(line))
             node = parse_expression(match.group(2), number, BASE_NODES, frozenset(_FUNCTIONS))
-            compiled = _compile(node, program.variables, [], number, line, checks)
-            program.options.append((match.group(1).upper(), compiled, line))
+            used = []
+            compiled = _compile(node, program.variables, used, number, line, checks)
+            program.options.append((match.group(1).upper(), compiled, line, used))
         if not program.options:
             raise ProgramParseError("the Query section has no options")
         if checks:
@@ -259,8 +264,8 @@ class CSPSolver:
             if constraint.check is None:
                 problem.addConstraint(library.AllDifferentConstraint(), constraint.variables)
             elif constraint.variables:
-                problem.addConstraint(library.FunctionConstraint(_positional(constraint)), constraint.variables)
-            elif not constraint.check({}):
+                problem.addConstraint(library.FunctionConstraint(_positional(constraint.check)), constraint.variables)
+            elif not constraint.check(()):
                 return SolverResult(None, {"solutions": 0}, no_answer=(
                     f"inconsistent premises: constraint {clip(constraint.text)!r} on line {constraint.line} "
                     "is always false"))
@@ -268,18 +273,17 @@ class CSPSolver:
         explanation = {"solutions": len(solutions), "sample": solutions[:5]}
         if not solutions:
             return SolverResult(None, explanation, no_answer="inconsistent premises: the constraints have no solution")
-        for letter, check, _text in program.options:
-            if all(check(solution) for solution in solutions):
+        for letter, check, _text, used in program.options:
+            if all(check(tuple(solution[name] for name in used)) for solution in solutions):
                 explanation["entailed"] = letter
                 return SolverResult(letter, explanation)
         return SolverResult(None, explanation,
                             no_answer=f"no option holds in all {len(solutions)} solutions")
 
 
-def _positional(constraint: Constraint) -> Callable[..., bool]:
-    names, check = constraint.variables, constraint.check
-    assert check is not None
-    return lambda *values: bool(check(dict(zip(names, values))))
+def _positional(check: Compiled) -> Callable[..., Any]:
+    """python-constraint calls a constraint with one argument per variable (and reads its truth)."""
+    return lambda *values: check(values)
 
 
 def _all_different(node: ast.Call, known: dict[str, Any], number: int, text: str,

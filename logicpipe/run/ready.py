@@ -1,0 +1,18 @@
+"""Imported by the solver fork server alone (first on the preload list the `logicpipe` command gives
+it): what every worker forked from the server would otherwise redo on its start, done once there."""
+
+from __future__ import annotations
+
+import atexit
+import os
+
+from ..solvers import registry
+from . import executor, pool  # noqa: F401 - what a new worker unpickles its start from
+
+# Every installed package's entry points, read once: ~20 ms for each worker otherwise (its setup check
+# finds its solver in the registry).
+registry.entries()
+# The server ends when the command does; its interpreter's own clean-up (freeing every module a solver
+# loaded) adds a tenth of a second, for which a pipeline reading the command's output (it holds the
+# command's stderr) waits. Workers never run this: a forked process ends with os._exit.
+atexit.register(os._exit, 0)
