@@ -7,6 +7,7 @@ import os
 import sys
 import threading
 import typing
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
@@ -22,8 +23,6 @@ from .stages.config import STAGES, RunConfig, invalid_options
 from .typer_app import App
 
 if TYPE_CHECKING:
-    from rich.progress import Progress
-
     from .stages import Progress as StageProgress
 
 # What a command runs is imported in its body: parsing a command line loads only the options, so that
@@ -172,11 +171,13 @@ def _command(name: str, extra: list[inspect.Parameter] | None = None):
     return register
 
 
-def _progress() -> tuple[Progress, StageProgress]:
+def _progress() -> tuple[AbstractContextManager, StageProgress]:
+    if not console.is_terminal:  # nothing would be drawn: rich's progress display is not even loaded
+        return nullcontext(), _no_progress
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
     bar = Progress(TextColumn("[bold]{task.description:<10}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn(), console=console, transient=False, disable=not console.is_terminal)
+                   TimeElapsedColumn(), console=console, transient=False)
     tasks: dict[str, TaskID] = {}
 
     def update(stage: str, done: int, total: int) -> None:
@@ -185,6 +186,10 @@ def _progress() -> tuple[Progress, StageProgress]:
         bar.update(tasks[stage], completed=done, total=total)
 
     return bar, update
+
+
+def _no_progress(stage: str, done: int, total: int) -> None:
+    return None
 
 
 def _report(stages: list[str], config: RunConfig) -> None:

@@ -6,10 +6,13 @@ plain flag, so no command has to remember `metavar=""`."""
 
 from __future__ import annotations
 
+import copy
+import sys
 from typing import Any
 
 import typer
 from typer.core import TyperCommand, TyperGroup
+from typer.main import get_command_name
 
 
 def _plain(option: Any) -> Any:
@@ -49,3 +52,21 @@ class App(typer.Typer):
     def command(self, *args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("cls", _Command)
         return super().command(*args, **kwargs)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Typer turns every command's signature into options on each call (30 ms for logicpipe's);
+        a command line that names a command is given an app that has only that one. Anything else
+        (no command, a misspelt one that earns a did-you-mean, --help of the whole app) the whole app."""
+        argv = kwargs.get("args")
+        argv = sys.argv[1:] if argv is None else list(argv)
+        return typer.Typer.__call__(self._only(argv[0]) if argv else self, *args, **kwargs)
+
+    def _only(self, name: str) -> typer.Typer:
+        commands = [c for c in self.registered_commands
+                    if (c.name or get_command_name(getattr(c.callback, "__name__", ""))) == name]
+        groups = [g for g in self.registered_groups if g.name == name]
+        if not commands and not groups:
+            return self
+        narrowed = copy.copy(self)
+        narrowed.registered_commands, narrowed.registered_groups = commands, groups
+        return narrowed

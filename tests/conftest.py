@@ -49,7 +49,7 @@ def ctrl_c_default() -> None:
 def cli(*args: str, env: dict | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
     full = dict(os.environ)
     full.update(env or {})
-    return subprocess.run([sys.executable, "-m", "logicpipe.cli", *args], capture_output=True, text=True,
+    return subprocess.run([sys.executable, "-m", "logicpipe", *args], capture_output=True, text=True,
                           timeout=timeout, env=full, cwd=ROOT)
 
 

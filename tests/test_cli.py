@@ -103,7 +103,7 @@ def test_sigkill_mid_run_loses_and_duplicates_nothing(data_dir, tmp_path):
     reference = cli(*args, "--out", str(tmp_path / "clean"))
     assert reference.returncode == 0, reference.stderr
     out = tmp_path / "killed"
-    process = subprocess.Popen([sys.executable, "-m", "logicpipe.cli", *args, "--out", str(out)], cwd=ROOT,
+    process = subprocess.Popen([sys.executable, "-m", "logicpipe", *args, "--out", str(out)], cwd=ROOT,
                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     solve = out / "proofwriter" / "solve.jsonl"
     deadline = time.monotonic() + 120

@@ -75,7 +75,7 @@ def test_piped_output_is_not_wrapped(data_dir, tmp_path):
 
 def test_a_bad_command_line_is_one_line_and_exit_2():
     env = {**os.environ}
-    done = subprocess.run([sys.executable, "-m", "logicpipe.cli", "run", "--no-such-option"], capture_output=True,
+    done = subprocess.run([sys.executable, "-m", "logicpipe", "run", "--no-such-option"], capture_output=True,
                           text=True, env=env, timeout=120)
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()

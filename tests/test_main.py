@@ -3,34 +3,30 @@
 import subprocess
 import sys
 
-from logicpipe.__main__ import OWN_SOLVERS
-from logicpipe.solvers import registry
-
 from .conftest import ROOT
-
-
-def test_the_preloaded_solvers_are_logicpipes_own_entry_points():
-    assert set(OWN_SOLVERS) == {entry.module for entry in registry.entries().values() if entry.builtin}
 
 
 def _python(code: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
 
 
-def test_workers_come_from_a_server_started_early_with_every_solver_loaded():
+def test_workers_come_from_a_server_started_early_that_has_read_the_solver_registry():
     # What the command does for a command that solves, then a pool as the solve stage makes one: its
-    # worker already holds every solver (imported once, by the server) and none of the command line.
+    # workers hold the pool and the registry (read once, by the server) and none of the command line.
     done = _python(
-        "from logicpipe.__main__ import OWN_SOLVERS\n"
         "from logicpipe.run.pool import SolverCall, WorkerPool, start_early\n"
-        "start_early(['logicpipe.solvers', *OWN_SOLVERS])\n"
+        "start_early(['logicpipe.run.ready'])\n"
         "with WorkerPool('tests.run.targets:modules', preload=['logicpipe.cli']) as pool:\n"
         "    [outcome] = pool.map([SolverCall('one', {}, 60)])\n"
-        "print(' '.join(outcome.value))\n")
+        "print(' '.join(outcome.value))\n"
+        "with WorkerPool('tests.run.targets:registry_read') as pool:\n"
+        "    [outcome] = pool.map([SolverCall('one', {}, 60)])\n"
+        "print(outcome.value)\n")
     assert done.returncode == 0, done.stderr
-    loaded = done.stdout.split()
-    assert set(OWN_SOLVERS) <= set(loaded)
-    assert "logicpipe.cli" not in loaded  # the later pool's preload came too late: the server was running
+    loaded, reads = done.stdout.splitlines()
+    assert {"logicpipe.run.ready", "logicpipe.run.pool", "logicpipe.solvers.registry"} <= set(loaded.split())
+    assert "logicpipe.cli" not in loaded.split()  # the later pool's preload came too late: the server was running
+    assert reads == "1"  # the worker, which never asked for them, holds the entry points the server read
 
 
 def test_parsing_a_command_line_loads_neither_the_runner_nor_the_model_client():
@@ -52,3 +48,11 @@ def test_python_dash_m_logicpipe_is_the_command():
     done = subprocess.run([sys.executable, "-m", "logicpipe", "--version"], cwd=ROOT, capture_output=True,
                           text=True, timeout=60)
     assert done.returncode == 0 and done.stdout.startswith("logicpipe ")
+
+
+def test_a_built_in_dataset_is_read_without_pyyaml():
+    # The built-in task files are JSON: a command on a built-in dataset does not import PyYAML (20 ms).
+    done = _python("import sys\nfrom logicpipe.data import get_dataset, all_datasets\n"
+                   "get_dataset('LogicalDeduction'); all_datasets()\nprint('yaml' in sys.modules)")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["False"]

@@ -50,7 +50,7 @@ def test_a_fresh_clone_runs_and_views_a_users_own_task(tmp_path: Path):
     env = {**{k: v for k, v in os.environ.items() if k != "LOGICPIPE_DATA"}, "PYTHONPATH": str(clone)}
 
     def logicpipe(*args: str) -> subprocess.CompletedProcess:
-        done = subprocess.run([sys.executable, "-m", "logicpipe.cli", *args], cwd=mine, env=env,
+        done = subprocess.run([sys.executable, "-m", "logicpipe", *args], cwd=mine, env=env,
                               capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         return done
@@ -59,7 +59,7 @@ def test_a_fresh_clone_runs_and_views_a_users_own_task(tmp_path: Path):
                            capture_output=True, text=True, check=True).stdout
     assert where.startswith(str(clone))
     assert "pets dev: 2 problems" in logicpipe("validate", "--task", "pets.yaml").stdout
-    server = subprocess.Popen([sys.executable, "-m", "logicpipe.cli", "serve-scripted", "--programs", "replies.json"],
+    server = subprocess.Popen([sys.executable, "-m", "logicpipe", "serve-scripted", "--programs", "replies.json"],
                               cwd=mine, env=env, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_default)
     try:
         url = re.search(r"http://127\.0\.0\.1:\d+/v1", server.stderr.readline()).group(0)

@@ -33,7 +33,7 @@ def test_a_wheel_installed_in_a_clean_venv_formulates_with_a_model(tmp_path, dat
     assert where.startswith(str(site)), where
     replies = ScriptedReplies.from_logic_lm(data_dir / "programs" / "LogicalDeduction_dev_gpt-4.json")
     with FakeOpenAI(replies) as fake:
-        done = subprocess.run([str(python), "-m", "logicpipe.cli", "run", "-d", "ld", "--limit", "3", "--model", "m",
+        done = subprocess.run([str(python), "-m", "logicpipe", "run", "-d", "ld", "--limit", "3", "--model", "m",
                                "--base-url", fake.url, "--data-dir", str(data_dir), "--out", str(tmp_path / "out")],
                               cwd=tmp_path, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr

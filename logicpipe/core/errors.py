@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+from enum import Enum
 
 
 def did_you_mean(word: str, choices: list[str]) -> str:
@@ -77,3 +78,30 @@ class LLMError(LogicPipeError):
 
 class RunStopped(LogicPipeError):
     """A run stopped on purpose before its end (a fatal model error, the error budget spent)."""
+
+
+class ErrorCategory(str, Enum):
+    parse = "parse"
+    execution = "execution"
+    timeout = "timeout"
+    no_answer = "no_answer"
+    llm = "llm"
+    no_program = "no_program"
+
+
+def classify(exc: BaseException) -> tuple[ErrorCategory, str, bool]:
+    """The one mapping from an exception to an error's category, message and transience (records.py
+    makes it a StageError; a solver worker, which loads no records, sends it as it is)."""
+    if isinstance(exc, ProgramParseError):
+        return ErrorCategory.parse, str(exc), False
+    if isinstance(exc, SolverTimeout):
+        return ErrorCategory.timeout, str(exc), False
+    if isinstance(exc, RecursionError):
+        return ErrorCategory.execution, "program nests too deeply to run", False
+    if isinstance(exc, MemoryError):
+        return ErrorCategory.execution, "memory limit exceeded", False
+    if isinstance(exc, LLMError):
+        return ErrorCategory.llm, str(exc), exc.transient
+    if isinstance(exc, LogicPipeError):
+        return ErrorCategory.execution, str(exc), False
+    return ErrorCategory.execution, f"{type(exc).__name__}: {exc}", False

@@ -3,31 +3,13 @@
 from __future__ import annotations
 
 import hashlib
-from enum import Enum
 from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from .errors import (
-    DataError,
-    LLMError,
-    LogicPipeError,
-    PrerequisiteError,
-    ProgramExecutionError,
-    ProgramParseError,
-    SolverTimeout,
-)
+from .errors import ErrorCategory, classify
 
 SCHEMA_VERSION = 2
-
-
-class ErrorCategory(str, Enum):
-    parse = "parse"
-    execution = "execution"
-    timeout = "timeout"
-    no_answer = "no_answer"
-    llm = "llm"
-    no_program = "no_program"
 
 
 # Categories after which the solver ran the program to the end: Logic-LM counts these as executed.
@@ -61,20 +43,9 @@ def executed(error: StageError | None) -> bool:
 
 
 def stage_error(exc: BaseException) -> StageError:
-    """The one mapping from an exception to a typed error record."""
-    if isinstance(exc, ProgramParseError):
-        return StageError(category=ErrorCategory.parse, message=str(exc))
-    if isinstance(exc, SolverTimeout):
-        return StageError(category=ErrorCategory.timeout, message=str(exc))
-    if isinstance(exc, RecursionError):
-        return StageError(category=ErrorCategory.execution, message="program nests too deeply to run")
-    if isinstance(exc, MemoryError):
-        return StageError(category=ErrorCategory.execution, message="memory limit exceeded")
-    if isinstance(exc, LLMError):
-        return StageError(category=ErrorCategory.llm, message=str(exc), transient=exc.transient)
-    if isinstance(exc, (ProgramExecutionError, PrerequisiteError, DataError, LogicPipeError)):
-        return StageError(category=ErrorCategory.execution, message=str(exc))
-    return StageError(category=ErrorCategory.execution, message=f"{type(exc).__name__}: {exc}")
+    """An exception as a typed error record (errors.classify is the mapping)."""
+    category, message, transient = classify(exc)
+    return StageError(category=category, message=message, transient=transient)
 
 
 def text_sha(*texts: str | None) -> str:

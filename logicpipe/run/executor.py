@@ -20,6 +20,9 @@ class Executor(Protocol):
     def check(self, solver: str) -> None:
         """Raise PrerequisiteError when the solver cannot run where the calls will run."""
 
+    def warm(self, count: int) -> None:
+        """Make ready to run `count` calls at once now, before they come (where that takes time)."""
+
     def map(self, tasks: Iterable[SolverCall]) -> Iterator[Finished]:
         """One Finished per task, in completion order; every task bounded in time and memory."""
 

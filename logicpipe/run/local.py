@@ -20,6 +20,9 @@ class LocalExecutor:
         get_solver(solver).check()
         self.pool.setup = partial(check_solver, solver)
 
+    def warm(self, count: int) -> None:
+        self.pool.start(count)
+
     def map(self, tasks: Iterable[SolverCall]) -> Iterator[Finished]:
         return self.stream(fixed(tasks))
 

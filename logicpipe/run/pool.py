@@ -259,6 +259,12 @@ class WorkerPool:
         worker.process.join(5)
         worker.conn.close()
 
+    def start(self, count: int) -> None:
+        """Start workers for `count` calls now (up to the pool's size), so that they have loaded their
+        solver by the time the calls come; a worker that cannot start says so when it is given one."""
+        while len(self._workers) < min(self.size, count):
+            self._workers.append(self._spawn())
+
     def map(self, tasks: Iterable[SolverCall]) -> Iterator[Outcome]:
         """Yield one Outcome per task, in completion order."""
         return self.stream(fixed(tasks))

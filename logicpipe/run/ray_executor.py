@@ -86,6 +86,9 @@ class RayExecutor:
             raise PrerequisiteError(f"solver '{solver}' cannot run on {len(problems)} of {len(nodes)} Ray "
                                     f"nodes; install it there: " + "; ".join(problems))
 
+    def warm(self, count: int) -> None:
+        """Nothing to do: the cluster's workers are running."""
+
     def map(self, tasks: Iterable[SolverCall]) -> Iterator[Finished]:
         return self.stream(fixed(tasks))
 

@@ -1,18 +1,19 @@
 """Solvers: one module per formalism behind one interface (base.Solver), found by name among the
-installed entry points (registry.py) and loaded on first use."""
+installed entry points (registry.py) and loaded on first use.
+
+What a solver worker imports: nothing here loads pydantic or the record models (the solve stage makes
+a worker's Failure a StageError), so the fork server that starts workers is ready in a third of the time."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Any
 
-from ..core.errors import LogicPipeError, PrerequisiteError, ProgramParseError
-from ..core.jsonl import LONE_SURROGATE
-from ..core.records import ErrorCategory, StageError, stage_error
+from ..core.errors import ErrorCategory, LogicPipeError, PrerequisiteError, ProgramParseError, classify
 from . import registry
 from .base import Limits, Solver, SolverResult, map_answer
 
-__all__ = ["Limits", "Solver", "SolverOutcome", "SolverResult", "execute_task", "get_solver", "map_answer"]
+__all__ = ["Failure", "Limits", "Solver", "SolverOutcome", "SolverResult", "execute_task", "get_solver", "map_answer"]
 
 def get_solver(name: str) -> Solver:
     """A new instance of the solver registered as `name`; UsageError for an unknown name, PrerequisiteError
@@ -27,13 +28,26 @@ def get_solver(name: str) -> Solver:
     return solver
 
 
+@dataclass(frozen=True)
+class Failure:
+    """Why a program has no verdict: the category and message of its record's StageError."""
+
+    category: ErrorCategory
+    message: str
+
+    @classmethod
+    def of(cls, exc: BaseException) -> Failure:
+        category, message, _transient = classify(exc)
+        return cls(category, message)
+
+
 @dataclass
 class SolverOutcome:
     """What a worker sends back for one program: a verdict, or a typed error; and the explanation."""
 
     verdict: str | None = None
     explanation: dict[str, Any] | None = None
-    error: StageError | None = None
+    error: Failure | None = None
 
 
 def execute_task(payload: dict[str, Any]) -> SolverOutcome:
@@ -41,24 +55,24 @@ def execute_task(payload: dict[str, Any]) -> SolverOutcome:
     solver = get_solver(payload["solver"])
     limits = Limits(**payload.get("limits", {}))
     text = payload["program"]
-    invalid = LONE_SURROGATE.search(text)
-    if invalid is not None:  # no parser or solver can encode it; say where it is instead of failing there
-        line = text.count("\n", 0, invalid.start()) + 1
-        column = invalid.start() - text.rfind("\n", 0, invalid.start())
-        return SolverOutcome(error=stage_error(ProgramParseError("the text is not valid Unicode (a lone surrogate)",
-                                                                 line, column)))
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as invalid:  # a lone surrogate: no parser or solver can encode it; say where
+        line = text.count("\n", 0, invalid.start) + 1
+        column = invalid.start - text.rfind("\n", 0, invalid.start)
+        return SolverOutcome(error=Failure.of(ProgramParseError("the text is not valid Unicode (a lone surrogate)",
+                                                                line, column)))
     try:
         program = solver.parse(text)
     except RecursionError:
-        return SolverOutcome(error=StageError(category=ErrorCategory.parse, message="program nests too deeply to parse"))
+        return SolverOutcome(error=Failure(ErrorCategory.parse, "program nests too deeply to parse"))
     except LogicPipeError as exc:
-        return SolverOutcome(error=stage_error(exc))
+        return SolverOutcome(error=Failure.of(exc))
     try:
         result = solver.execute(program, limits)
     except (LogicPipeError, RecursionError) as exc:
-        return SolverOutcome(error=stage_error(exc))
+        return SolverOutcome(error=Failure.of(exc))
     if result.verdict is None:
         message = result.no_answer or "the program decided no option"
-        return SolverOutcome(explanation=result.explanation,
-                             error=StageError(category=ErrorCategory.no_answer, message=message))
+        return SolverOutcome(explanation=result.explanation, error=Failure(ErrorCategory.no_answer, message))
     return SolverOutcome(verdict=result.verdict, explanation=result.explanation)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from ..core.errors import LLMError
 from ..core.task import Task
@@ -14,6 +14,9 @@ from ..prompts import PromptSet
 from ..run.folder import ErrorBudget, RunFolder
 from .config import RunConfig
 from .metrics import Tally
+
+if TYPE_CHECKING:
+    from ..run import Executor
 
 Progress = Callable[[str, int, int], None]
 
@@ -56,6 +59,34 @@ class RunContext:
     # Set while the solver overlaps the model: called with each trajectory once its new program is written.
     on_program: Callable[[Trajectory], None] | None = None
     gate: Gate | None = None
+    # Solver workers to start as each chunk begins (the stages solve), so that they are ready by the
+    # time its programs are: they start while the chunk's records are read and its programs replayed.
+    warm: int = 0
+    _executor: Executor | None = None
+
+    def executor(self) -> Executor:
+        """Where this chunk's solver calls run: one executor (pool of workers, or Ray connection) for
+        its solve and refinement rounds, made and checked on first use, closed when the chunk ends."""
+        if self._executor is None:
+            from ..run import make_executor
+            from ..solvers import registry
+
+            config = self.config
+            executor = make_executor(config.executor, "logicpipe.solvers:execute_task", config.workers,
+                                     config.memory_mb, config.ray_address,
+                                     preload=[registry.find(self.task.solver).module])
+            try:
+                executor.check(self.task.solver)
+            except BaseException:
+                executor.close()
+                raise
+            self._executor = executor
+        return self._executor
+
+    def close_executor(self) -> None:
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.close()
 
 
 Stage = Callable[[RunContext, "list[Trajectory]"], "list[StageReport]"]

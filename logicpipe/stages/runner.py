@@ -154,6 +154,7 @@ def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet,
     if unknown:
         raise UsageError(f"unknown stage {unknown[0]!r}; choose from {', '.join(PIPELINE)}")
     ctx, problems = open_context(config, stages, progress, gate=gate)
+    ctx.warm = config.workers if "solve" in stages else 0
     if config.out.exists() and not config.out.is_dir():
         raise UsageError(f"--out {config.out} is a file, not a directory")
     _need_upstream(ctx, stages)
@@ -190,7 +191,9 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
     by the run (the problems are held as ids, each stage file as an index of ids). The files are put in
     input order once, at the end. With `skip` (the pipeline's stages), a chunk noted finished by an
     earlier run (chunks.py) is skipped: its records stay unparsed, its noted tally is added. `keep`
-    keeps every trajectory for the report (a caller that reads them, on a small problem set)."""
+    keeps every trajectory for the report (a caller that reads them, on a small problem set). A chunk's
+    solver calls, of its solve and refinement rounds, go to one executor (RunContext.executor), whose
+    workers start as the chunk begins when `ctx.warm` says so."""
     with ctx.store:
         recorded = check_identity(ctx, identity)
         if prepare is not None:
@@ -212,10 +215,13 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
                     total = _skip(ctx, log, note, ids, identity, reports, total)
                     progress.next_chunk()
                     continue
+                if ctx.warm:
+                    ctx.executor().warm(min(ctx.warm, len(ids)))
                 chunk = problems.take(start, start + CHUNK)
                 files, ctx.tally = ctx.store.watch(), None
                 trajectories = load_trajectories(ctx.store, chunk)
                 done = work(trajectories, recorded)
+                ctx.close_executor()
                 for report in done:
                     _add(reports, report)
                 tally = ctx.tally.state() if ctx.tally is not None else None
@@ -228,6 +234,7 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
                 del trajectories, chunk  # before the next chunk is read: one chunk in memory at a time
                 progress.next_chunk()
         finally:
+            ctx.close_executor()
             log.close()
         ctx.progress, ctx.tally = shown, total
         ctx.store.finish_files()

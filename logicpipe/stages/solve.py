@@ -12,9 +12,8 @@ from typing import Any
 from ..core.errors import RunStopped
 from ..core.records import ErrorCategory, SolveRecord, StageError
 from ..core.trajectory import Trajectory, program_sha
-from ..run import make_executor
 from ..run.pool import Fetch, Outcome, SolverCall, fixed
-from ..solvers import SolverOutcome, registry
+from ..solvers import SolverOutcome
 from .context import RunContext, Stage, StageReport
 
 NAME = "solve"
@@ -122,18 +121,14 @@ def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int,
         fetch = fixed(tasks) if tasks else None
     results: dict[str, dict[int, SolveRecord]] = {}
     if fetch is not None:
-        config = ctx.config
-        with make_executor(config.executor, "logicpipe.solvers:execute_task", config.workers, config.memory_mb,
-                           config.ray_address, preload=[registry.find(ctx.task.solver).module]) as executor:
-            executor.check(ctx.task.solver)
-            for finished in executor.stream(fetch):
-                outcome = finished.outcome
-                identifier, number = outcome.key.rsplit("\x1f", 1)
-                record = solve_record(outcome, identifier, shas[identifier], base, finished.node)
-                results.setdefault(identifier, {})[int(number)] = record
-                if len(results[identifier]) == expected[identifier]:
-                    samples = results.pop(identifier)
-                    write(by_id[identifier], vote([samples[i] for i in range(len(samples))]))
+        for finished in ctx.executor().stream(fetch):
+            outcome = finished.outcome
+            identifier, number = outcome.key.rsplit("\x1f", 1)
+            record = solve_record(outcome, identifier, shas[identifier], base, finished.node)
+            results.setdefault(identifier, {})[int(number)] = record
+            if len(results[identifier]) == expected[identifier]:
+                samples = results.pop(identifier)
+                write(by_id[identifier], vote([samples[i] for i in range(len(samples))]))
     inputs = [t for t in trajectories if t.source(round_) is not None]
     stage.finish([t.id for t in inputs])
     return StageReport(name, len(inputs), done, time.monotonic() - start)
@@ -176,7 +171,8 @@ def solve_record(outcome: Outcome, identifier: str, sha: str | None, base: dict[
     if outcome.status != "ok":
         return SolveRecord(**common, error=StageError(category=ErrorCategory.execution, message=outcome.message))
     result: SolverOutcome = outcome.value
-    return SolveRecord(**common, verdict=result.verdict, explanation=result.explanation, error=result.error)
+    error = None if result.error is None else StageError(category=result.error.category, message=result.error.message)
+    return SolveRecord(**common, verdict=result.verdict, explanation=result.explanation, error=error)
 
 
 def vote(samples: list[SolveRecord]) -> SolveRecord:

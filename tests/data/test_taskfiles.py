@@ -38,7 +38,7 @@ def test_jsonl_task_runs_end_to_end_with_replayed_programs(tmp_path):
 
 def test_summary_redirected_to_a_file_keeps_the_table(tmp_path):
     target = tmp_path / "out.txt"
-    command = (f"{sys.executable} -m logicpipe.cli run --task {FILES / 'cats.yaml'} --programs "
+    command = (f"{sys.executable} -m logicpipe run --task {FILES / 'cats.yaml'} --programs "
                f"{FILES / 'cats_programs.json'} --out {tmp_path / 'run'} > {target}")
     done = subprocess.run(command, shell=True, cwd=ROOT, capture_output=True, text=True, env=dict(os.environ))
     assert done.returncode == 0, done.stderr

@@ -156,7 +156,7 @@ def test_a_statement_is_translated_with_the_kb_add_template(kbcli, tmp_path):
 def _in_a_terminal(args, answer, cwd):
     """Run `logicpipe ARGS` with a pseudo-terminal as stdin; type `answer` at the prompt."""
     main, child = pty.openpty()
-    process = subprocess.Popen([sys.executable, "-m", "logicpipe.cli", *args], stdin=child, stdout=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, "-m", "logicpipe", *args], stdin=child, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, cwd=cwd, env=dict(os.environ, COLUMNS="200"))
     os.close(child)
     os.write(main, answer.encode())

@@ -29,7 +29,7 @@ def test_a_killed_batch_resumes_without_losing_or_repeating_a_record(tmp_path):
     questions = write_questions(tmp_path / "q.jsonl", ids)
     out = tmp_path / "run"
     with FakeOpenAI(replies(), latency=0.15) as server:
-        args = [sys.executable, "-m", "logicpipe.cli", "kb", "ask", str(CAMPUS), "--questions", str(questions),
+        args = [sys.executable, "-m", "logicpipe", "kb", "ask", str(CAMPUS), "--questions", str(questions),
                 "--out", str(out), "--max-concurrency", "1", *NOW, *model_args(server, tmp_path)]
         process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    env=dict(os.environ))

@@ -156,7 +156,7 @@ def test_batch_of_100_killed_and_resumed_loses_and_duplicates_nothing(tmp_path):
     questions.write_text("".join(json.dumps({"id": i, "question": f"question {i}"}) + "\n" for i in ids))
     out = tmp_path / "ask"
     with FakeOpenAI(replies(), latency=0.05) as server:
-        args = [sys.executable, "-m", "logicpipe.cli", "kb", "ask", str(CAMPUS), "--questions", str(questions),
+        args = [sys.executable, "-m", "logicpipe", "kb", "ask", str(CAMPUS), "--questions", str(questions),
                 "--out", str(out), "--max-concurrency", "4", *NOW, *model_args(server, tmp_path)]
         process = subprocess.Popen(args, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                    env=dict(os.environ))

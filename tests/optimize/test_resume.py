@@ -27,7 +27,7 @@ def key(body: dict, base_url: str) -> str:
 def test_sigkill_mid_step_then_rerun_resumes_without_repeating_paid_calls(scripted, data_dir, tmp_path, capsys):
     model = scripted(rewrites={"principles": [f"- {GOOD}"]})
     out = tmp_path / "out"
-    command = [sys.executable, "-m", "logicpipe.cli", "optimize", "-d", "prontoqa", "--data-dir", str(data_dir),
+    command = [sys.executable, "-m", "logicpipe", "optimize", "-d", "prontoqa", "--data-dir", str(data_dir),
                "--model", "fake", "--train-split", "train", "--val-split", "dev", "--steps", "1",
                "--batch-size", "3", "--limit-val", "8", "--out", str(out), "--llm-timeout", "5",
                "--max-concurrency", "2"]

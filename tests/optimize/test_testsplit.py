@@ -128,7 +128,7 @@ def test_ctrl_c_scores_the_test_part_and_writes_the_report(scripted, data_dir, t
     held = _Held(scripted(rewrites={"principles": [f"- {GOOD}"]}))
     out = tmp_path / "out"
     with FakeOpenAI(held) as fake:
-        process = subprocess.Popen([sys.executable, "-m", "logicpipe.cli",
+        process = subprocess.Popen([sys.executable, "-m", "logicpipe",
                                     *optimize_args(fake, data_dir, out, "--steps", "3")],
                                    cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                    preexec_fn=ctrl_c_default)

@@ -56,7 +56,7 @@ def test_explain_finds_the_task_file_from_run_json(tmp_path):
     assert "pass --task" in bare.stdout
     moved = cli("explain", str(tmp_path / "run"), "--id", "c2", "--task", str(task / "renamed.yaml"))
     assert "question: Is the following true? Tom is a dog." in moved.stdout, moved.stderr
-    folio = Path(__file__).parents[2] / "logicpipe" / "data" / "tasks" / "folio.yaml"
+    folio = Path(__file__).parents[2] / "logicpipe" / "data" / "tasks" / "folio.json"
     other = cli("explain", str(tmp_path / "run"), "--id", "c2", "--task", str(folio))
     assert other.returncode == 2 and other.stderr.startswith(f"error: --task {folio} describes 'folio', but 'c2'")
 

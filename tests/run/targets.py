@@ -27,3 +27,10 @@ def misbehave(payload: dict) -> str:
 def modules(payload: dict) -> list[str]:
     """The logicpipe modules a worker holds when it takes its first call."""
     return sorted(name for name in sys.modules if name.startswith("logicpipe"))
+
+
+def registry_read(payload: dict) -> int:
+    """Whether this worker holds the installed solvers' entry points (1) before it has asked for them."""
+    from logicpipe.solvers import registry
+
+    return registry.entries.cache_info().currsize

@@ -206,22 +206,3 @@ def test_a_logicpipe_folder_in_the_working_directory_changes_nothing_in_the_work
     assert done.stderr == ""
     records = solved(tmp_path / "out", "prontoqa")
     assert len(records) == 4 and all(r["error"] is None and r["verdict"] for r in records)
-
-
-def test_workers_that_cannot_start_stop_the_run_and_record_nothing(data_dir, tmp_path):
-    # 64 MB cannot hold Z3: every worker fails the same way before it runs a program.
-    programs = data_dir / "programs" / "AR-LSAT_dev_gpt-4.json"
-    args = ["run", "-d", "ar-lsat", "-n", "3", "-w", "2", "--programs", str(programs), "--max-rounds", "0",
-            "--out", str(tmp_path / "out")]
-    done = console(*args, "--memory-mb", "64", cwd=tmp_path, data_dir=data_dir)
-    assert done.returncode == 3
-    assert done.stderr.splitlines() == [
-        "error: solver workers cannot start: the memory bound of 64 MB is too small to load Z3, which needs "
-        "about 128 MB: raise --memory-mb"]
-    assert solved(tmp_path / "out", "ar-lsat") == []  # nothing permanent for problems never run
-    # The same run with room for Z3 (the memory bound is part of the run's identity: --overwrite).
-    again = console(*args, "--overwrite", cwd=tmp_path, data_dir=data_dir)
-    assert again.returncode == 0, again.stderr
-    records = solved(tmp_path / "out", "ar-lsat")
-    assert len(records) == 3  # these three programs fail on their own faults (parse errors, an undeclared sort)
-    assert all(r["error"] is None or "Z3" not in r["error"]["message"] for r in records)

@@ -53,7 +53,7 @@ def two_nodes(cluster):
 
 def on_ray(cluster, data_dir, out, *extra):
     """The CLI as a driver inside the head's namespace, joining the cluster by its address."""
-    argv = cluster.command(0, sys.executable, "-m", "logicpipe.cli",
+    argv = cluster.command(0, sys.executable, "-m", "logicpipe",
                            *replay(data_dir, out, "--executor", "ray", "--ray-address", cluster.head_address, *extra))
     return subprocess.Popen(argv, cwd=ROOT, env=cluster.env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                             text=True)

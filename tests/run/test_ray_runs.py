@@ -54,7 +54,7 @@ def test_a_replay_on_ray_writes_the_records_the_local_pool_writes(ray_cluster, d
 
 @pytest.mark.slow  # a killed Ray driver takes ~15 s to clean up
 def test_a_driver_killed_mid_run_resumes_on_the_next_run(ray_cluster, data_dir, tmp_path, local_run):
-    command = [sys.executable, "-m", "logicpipe.cli", "run", "-d", "logicaldeduction", "--data-dir", str(data_dir),
+    command = [sys.executable, "-m", "logicpipe", "run", "-d", "logicaldeduction", "--data-dir", str(data_dir),
                "--out", str(tmp_path), "--limit", str(LIMIT), "--programs",
                str(data_dir / "programs" / "LogicalDeduction_dev_gpt-4.json"), "--executor", "ray",
                "--ray-address", ray_cluster.get_runtime_context().gcs_address]

@@ -15,11 +15,13 @@ from logicpipe.testing import FakeOpenAI, ScriptedReplies
 from tests.conftest import cli
 
 # The plugin's solver reads `pick: X` (the option it is told to pick) and says which line it read; a
-# second entry point in the same package names a module that fails to import.
+# second entry point in the same package names a module that fails to import; a third, a solver that
+# cannot load under a memory bound (as a library too large for the bound cannot), so its check passes in
+# the command and fails in every worker.
 PLUGIN = '''
 from dataclasses import dataclass
 
-from logicpipe.core.errors import ProgramParseError
+from logicpipe.core.errors import PrerequisiteError, ProgramParseError
 from logicpipe.solvers.base import Limits, SolverResult
 
 
@@ -48,6 +50,16 @@ class PickSolver:
 
     def execute(self, program, limits):
         return SolverResult(program.letter, {"read": f"line {program.line}"})
+
+
+class BoundedSolver(PickSolver):
+    name = "bounded"
+
+    def check(self):
+        import resource
+
+        if resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY:
+            raise PrerequisiteError("its library does not load under a memory bound")
 '''
 
 PYPROJECT = '''
@@ -65,6 +77,7 @@ py-modules = ["logicpipe_pick", "logicpipe_pick_broken"]
 [project.entry-points."logicpipe.solvers"]
 pick = "logicpipe_pick:PickSolver"
 broken = "logicpipe_pick_broken:Solver"
+bounded = "logicpipe_pick:BoundedSolver"
 '''
 
 ROWS = [{"id": "q1", "context": "c", "question": "Which?", "options": ["A) one", "B) two"], "answer": "B"},
@@ -147,3 +160,17 @@ def test_a_broken_plugin_is_one_line_and_the_others_still_run(site, tmp_path):
     assert not (tmp_path / "out" / "picks" / "solve.jsonl").exists()
     listed = cli("validate", "--task", str(task(tmp_path, "csp")), env=on_path(site))
     assert "choose from" not in listed.stderr
+
+
+def test_workers_that_cannot_start_stop_the_run_and_record_nothing(site, tmp_path):
+    # The command's own check passes (it runs unbounded); every worker, under its memory bound, fails it
+    # before it runs a program: one line saying why, exit 3, no record for problems never run.
+    programs = tmp_path / "programs.json"
+    programs.write_text(json.dumps([{"id": row["id"], "raw_logic_programs": ["pick: A"]} for row in ROWS]))
+    done = cli("run", "--task", str(task(tmp_path, "bounded")), "--programs", str(programs), "-w", "2",
+               "--max-rounds", "0", "--out", str(tmp_path / "out"), env=on_path(site))
+    assert done.returncode == 3
+    assert done.stderr.splitlines() == [
+        "error: solver workers cannot start: its library does not load under a memory bound"]
+    solved = tmp_path / "out" / "picks" / "solve.jsonl"
+    assert not solved.exists() or solved.read_text() == ""

@@ -178,9 +178,9 @@ def test_a_memory_bound_too_small_for_z3_says_so():
         "import resource, sys\n"
         "from logicpipe.core.errors import PrerequisiteError\n"
         "from logicpipe.solvers.smt import load_z3\n"
-        "resource.setrlimit(resource.RLIMIT_AS, (64 * 2**20, 64 * 2**20))\n"
+        "resource.setrlimit(resource.RLIMIT_AS, (32 * 2**20, 32 * 2**20))\n"
         "try:\n    load_z3()\nexcept PrerequisiteError as exc:\n    print(exc)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip().splitlines()[-1] == (
-        f"the memory bound of 64 MB is too small to load Z3, which needs about {Z3_MEMORY_MB} MB: raise --memory-mb")
+        f"the memory bound of 32 MB is too small to load Z3, which needs about {Z3_MEMORY_MB} MB: raise --memory-mb")

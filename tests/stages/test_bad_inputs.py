@@ -75,7 +75,7 @@ def test_optimize_refuses_a_bad_base_url_before_it_writes(tmp_path):
 def test_validate_reads_only_so_a_folder_it_cannot_write_in_is_fine(data_dir):
     # Run from /proc/self, where nothing can be made: validate must not probe a run folder it never writes.
     env = {**os.environ, "LOGICPIPE_DATA": str(data_dir)}
-    done = subprocess.run([sys.executable, "-m", "logicpipe.cli", "validate", "-d", "prontoqa", "--split", "dev"],
+    done = subprocess.run([sys.executable, "-m", "logicpipe", "validate", "-d", "prontoqa", "--split", "dev"],
                           cwd="/proc/self", env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("prontoqa dev: 500 problems")

@@ -94,7 +94,7 @@ def test_the_error_budget_counts_or_takes_a_percentage(data_dir, tmp_path):
 def test_ctrl_c_exits_130_and_keeps_finished_records(data_dir, tmp_path):
     args = ["run", "-d", "proofwriter", "--limit", "600", "--data-dir", str(data_dir), "--out", str(tmp_path),
             "--programs", str(data_dir / "programs" / "ProofWriter_dev_gpt-4.json")]
-    process = subprocess.Popen([sys.executable, "-m", "logicpipe.cli", *args], cwd=ROOT, stdout=subprocess.PIPE,
+    process = subprocess.Popen([sys.executable, "-m", "logicpipe", *args], cwd=ROOT, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, start_new_session=True,
                                preexec_fn=ctrl_c_default)
     solve = tmp_path / "proofwriter" / "solve.jsonl"

@@ -168,7 +168,7 @@ def test_a_run_killed_during_a_comparison_resumes_without_redoing_anything_recor
         args = ["run", "-d", "logicaldeduction", "--data-dir", str(data_dir), "--out", str(tmp_path), "--model", "m",
                 "--base-url", fake.url, "--llm-timeout", "60", "--max-retries", "0", "--limit", "5",
                 "--backup", "none", "--refine", "semantic", "--max-concurrency", "1"]
-        process = subprocess.Popen([sys.executable, "-m", "logicpipe.cli", *args], cwd=ROOT, env=dict(os.environ),
+        process = subprocess.Popen([sys.executable, "-m", "logicpipe", *args], cwd=ROOT, env=dict(os.environ),
                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
         compared = stage_dir / "compare-1.jsonl"
 
@@ -187,7 +187,7 @@ def test_a_run_killed_during_a_comparison_resumes_without_redoing_anything_recor
         assert sorted(by_id(stage_dir / "solve-1.jsonl")) == sorted(p)
         assert sorted(by_id(compared)) == [p[0], p[2]]  # p[2]'s revision did not parse: decided without asking
         fake.requests.clear()
-        done = subprocess.run([sys.executable, "-m", "logicpipe.cli", *args], cwd=ROOT, capture_output=True,
+        done = subprocess.run([sys.executable, "-m", "logicpipe", *args], cwd=ROOT, capture_output=True,
                               text=True, timeout=300)
         assert done.returncode == 0, done.stderr
         resumed = purposes(fake.requests)

@@ -15,7 +15,7 @@ FILES = ROOT / "tests" / "data" / "files"
 
 def start(*args: str) -> tuple[subprocess.Popen, str]:
     """The server process and the base URL it printed."""
-    server = subprocess.Popen([sys.executable, "-m", "logicpipe.cli", "serve-scripted", *args], cwd=ROOT,
+    server = subprocess.Popen([sys.executable, "-m", "logicpipe", "serve-scripted", *args], cwd=ROOT,
                               stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_default)
     line = server.stderr.readline()
     found = re.search(r"http://127\.0\.0\.1:\d+/v1", line)

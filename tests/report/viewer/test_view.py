@@ -134,7 +134,7 @@ def test_a_folder_without_runs_is_one_error_line_and_no_page(tmp_path):
 
 def test_serve_answers_on_localhost_until_interrupted(viewer_run, tmp_path):
     page = tmp_path / "page.html"
-    server = subprocess.Popen([sys.executable, "-m", "logicpipe.cli", "view", str(viewer_run), "--out", str(page),
+    server = subprocess.Popen([sys.executable, "-m", "logicpipe", "view", str(viewer_run), "--out", str(page),
                                "--serve"], cwd=ROOT, stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_default)
     try:
         lines = []
@@ -172,7 +172,7 @@ def test_a_task_run_finds_its_task_from_run_json_or_task(tmp_path):
     assert f"problem texts for cats not shown: task file {task / 'cats.yaml'} (named in" in html
     view(run, "--out", str(page), "--task", str(task / "renamed.yaml"))
     assert by_id(payload(page.read_text())["problems"], "c2")["question"] == "Is the following true? Tom is a dog."
-    other = cli("view", str(run), "--task", str(ROOT / "logicpipe" / "data" / "tasks" / "folio.yaml"))
+    other = cli("view", str(run), "--task", str(ROOT / "logicpipe" / "data" / "tasks" / "folio.json"))
     assert other.returncode == 2 and other.stderr.startswith("error: task folio (") and "(it has: cats)" in other.stderr
 
 
