@@ -4,7 +4,7 @@ import sys
 import pytest
 
 from logicpipe.core.errors import PrerequisiteError
-from logicpipe.solvers import execute_task, get_solver
+from logicpipe.solvers import execute_task, get_solver, smt
 from logicpipe.solvers.smt import Z3_MEMORY_MB
 
 
@@ -184,3 +184,40 @@ def test_a_memory_bound_too_small_for_z3_says_so():
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.stdout.strip().splitlines()[-1] == (
         f"the memory bound of 32 MB is too small to load Z3, which needs about {Z3_MEMORY_MB} MB: raise --memory-mb")
+
+
+class _Made:
+    """Stands in for a Z3 context (weakly referable, so a test can see it freed)."""
+
+
+class _FakeZ3:
+    def __init__(self, fail_first: bool = False):
+        self.fail_first, self.made = fail_first, 0
+
+    def Context(self):  # noqa: N802 - z3's name
+        self.made += 1
+        if self.fail_first and self.made == 1:
+            raise MemoryError
+        return _Made()
+
+
+def test_each_program_gets_a_context_of_its_own_and_the_helper_frees_it_behind():
+    import weakref
+
+    contexts = smt._Contexts(_FakeZ3())
+    first = contexts.take()
+    second = contexts.take()
+    assert first is not second
+    gone = weakref.ref(first)
+    contexts.retire(first)
+    del first
+    contexts.take()  # the helper frees what was retired before it makes the next one
+    contexts.take()
+    assert gone() is None
+
+
+def test_a_context_that_cannot_be_made_fails_its_program_and_the_next_gets_one():
+    contexts = smt._Contexts(_FakeZ3(fail_first=True))
+    with pytest.raises(MemoryError):
+        contexts.take()
+    assert isinstance(contexts.take(), _Made)
