@@ -2,9 +2,9 @@
 
 This module stays tiny, for two reasons. Every solver worker imports the main module when it starts
 (logicpipe/run/pool.py says why), so whatever this imports, each worker pays for again. And a command
-that solves starts the solver fork server before anything else is imported, so that the server loads
-the solvers while this process loads the command line: a replay of a small dataset then waits for
-neither."""
+that solves starts the solver fork server before anything else is imported, so that the server is
+ready (logicpipe/run/ready.py) by the time this process has loaded the command line; each worker then
+loads its own solver while the command reads its problems and records."""
 
 from __future__ import annotations
 

@@ -1,5 +1,6 @@
-"""Imported by the solver fork server alone (first on the preload list the `logicpipe` command gives
-it): what every worker forked from the server would otherwise redo on its start, done once there."""
+"""Imported by the solver fork server alone (the `logicpipe` command preloads it there, and nothing
+else): what every worker forked from the server would otherwise redo on its start, done once. It
+loads no solver, nor pydantic: the sooner the server is ready, the sooner a command's first worker."""
 
 from __future__ import annotations
 
