@@ -17,6 +17,7 @@ import resource
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cache
 from typing import Any
 
 from ..core.errors import PrerequisiteError, ProgramExecutionError, ProgramParseError, SolverTimeout
@@ -214,13 +215,10 @@ class _Contexts:
 
 
 _HELPER_STACK = 512 * 1024
-_CONTEXTS: list[_Contexts] = []
-
-
+@cache
 def _contexts(z3: Any) -> _Contexts:
-    if not _CONTEXTS:
-        _CONTEXTS.append(_Contexts(z3))
-    return _CONTEXTS[0]
+    """The process's one helper, started on its first program."""
+    return _Contexts(z3)
 
 
 def _conflict(z3: Any, ctx: Any, pre: list[tuple[Line | None, Any]], timeout_ms: int) -> str:
