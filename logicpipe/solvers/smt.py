@@ -268,28 +268,29 @@ class _Checker:
         return self.result(term) == self.z3.sat
 
 
-def _option(world: _World, checker: _Checker, line: Line) -> bool:
-    def check(node: ast.expr) -> bool:
-        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CHECKS
-                and len(node.args) == 1):
-            raise _fail(line, f"expected {' / '.join(CHECKS)} with one argument")
-        name, (arg,) = node.func.id, node.args
-        if name == "is_exception":
-            return not check(arg)
-        if name == "is_accurate_list":
-            terms = world.eval(arg, {}, line)
-            if not isinstance(terms, list):
-                raise _fail(line, "is_accurate_list takes a list")
-            terms = [world.boolean(t, line) for t in terms]
-            return checker.valid(world.z3.Or(terms)) and all(checker.sat(t) for t in terms)
-        term = world.boolean(world.eval(arg, {}, line), line)
-        if name == "is_valid":
-            return checker.valid(term)
-        if name == "is_sat":
-            return checker.sat(term)
-        return not checker.sat(term)
-
-    return check(line.node)
+def _option(world: _World, checker: _Checker, line: Line, node: ast.expr | None = None) -> bool:
+    """Whether the option on `line` (or, nested in it, `node`) holds. A plain function, not a closure
+    calling itself: that would be a reference cycle holding the program's Z3 context, which only the
+    garbage collector then frees, in the middle of a later program."""
+    node = line.node if node is None else node
+    if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in CHECKS
+            and len(node.args) == 1):
+        raise _fail(line, f"expected {' / '.join(CHECKS)} with one argument")
+    name, (arg,) = node.func.id, node.args
+    if name == "is_exception":
+        return not _option(world, checker, line, arg)
+    if name == "is_accurate_list":
+        terms = world.eval(arg, {}, line)
+        if not isinstance(terms, list):
+            raise _fail(line, "is_accurate_list takes a list")
+        terms = [world.boolean(t, line) for t in terms]
+        return checker.valid(world.z3.Or(terms)) and all(checker.sat(t) for t in terms)
+    term = world.boolean(world.eval(arg, {}, line), line)
+    if name == "is_valid":
+        return checker.valid(term)
+    if name == "is_sat":
+        return checker.sat(term)
+    return not checker.sat(term)
 
 
 def _fail(line: Line, message: str) -> ProgramExecutionError:
@@ -320,10 +321,12 @@ class _World:
         # A fresh context per problem (_Contexts): Z3 keeps enum sort names per context, and nothing may
         # leak (in one shared context, a program's unsat core came out differently after others had run).
         self.ctx = context
+        self.ref = context.ref()
         self.program = program
         self.names: dict[str, Any] = {}
         self.lists: dict[str, tuple[list[Any], Any]] = {}  # name -> (members, sort)
         self.functions: dict[str, Any] = {}
+        self.results: dict[str, Any] = {}  # function name -> the z3py class of its applications
         self.applied: dict[tuple[Any, ...], tuple[Any, list[Any]]] = {}  # see _apply
         self.ranges: list[Any] = []
         self.enums: set[str] = set()
@@ -369,6 +372,7 @@ class _World:
         sorts = [self._sort(t, number) for t in types]
         function = z3.Function(name, *sorts)
         self.functions[name] = function
+        self.results[name] = _term_classes(z3).get(sorts[-1].kind())
         result = types[-1]
         if result in self.lists and self.lists[result][1] == z3.IntSort(self.ctx) and not all(
             v.decl().kind() == z3.Z3_OP_UNINTERPRETED for v in self.lists[result][0]
@@ -379,10 +383,55 @@ class _World:
                 allowed = self.lists[result][0]
                 for combo in itertools.product(*domains):
                     value = function(*combo)
-                    self.ranges.append(z3.Or([value == a for a in allowed]))
+                    self.ranges.append(self.or_([value == a for a in allowed]))
 
     def bool_(self, value: bool) -> Any:
         return self.z3.BoolVal(value, self.ctx)
+
+    # And, Or, Not, Implies, Xor and Count of terms already checked to be Booleans (`boolean`), each
+    # built with one call of Z3's C API, which checks the sorts itself: z3py's own functions look up
+    # and compare the sort of every argument twice, which was a fifth of AR-LSAT's solving time.
+    def and_(self, parts: list[Any]) -> Any:
+        return self._bool_app(self.z3.Z3_mk_and, parts)
+
+    def or_(self, parts: list[Any]) -> Any:
+        return self._bool_app(self.z3.Z3_mk_or, parts)
+
+    def _bool_app(self, make: Callable[..., Any], parts: list[Any]) -> Any:
+        z3 = self.z3
+        return z3.BoolRef(make(self.ref, len(parts), (z3.Ast * len(parts))(*[p.ast for p in parts])), self.ctx)
+
+    def not_(self, part: Any) -> Any:
+        return self.z3.BoolRef(self.z3.Z3_mk_not(self.ref, part.ast), self.ctx)
+
+    def implies(self, left: Any, right: Any) -> Any:
+        return self.z3.BoolRef(self.z3.Z3_mk_implies(self.ref, left.ast, right.ast), self.ctx)
+
+    def xor(self, left: Any, right: Any) -> Any:
+        return self.z3.BoolRef(self.z3.Z3_mk_xor(self.ref, left.ast, right.ast), self.ctx)
+
+    def eq(self, left: Any, right: Any) -> Any:
+        """left == right; between two Z3 terms with one call of the C API, which refuses two sorts
+        (z3py would make an Int a Real to compare them: there are no Reals here)."""
+        z3 = self.z3
+        if isinstance(left, z3.ExprRef) and isinstance(right, z3.ExprRef):
+            return z3.BoolRef(z3.Z3_mk_eq(self.ref, left.ast, right.ast), self.ctx)
+        return left == right
+
+    def ne(self, left: Any, right: Any) -> Any:
+        z3 = self.z3
+        if isinstance(left, z3.ExprRef) and isinstance(right, z3.ExprRef):
+            pair = (z3.Ast * 2)(left.ast, right.ast)
+            return z3.BoolRef(z3.Z3_mk_distinct(self.ref, 2, pair), self.ctx)
+        return left != right
+
+    def count(self, parts: list[Any]) -> Any:
+        """The number of `parts` (at least one) that hold: Sum(If(part, 1, 0), ...)."""
+        z3 = self.z3
+        # Every term passed as a pointer stays referenced (a Python object here) until Z3 holds it.
+        one, zero = z3.IntVal(1, self.ctx), z3.IntVal(0, self.ctx)
+        ifs = [z3.ArithRef(z3.Z3_mk_ite(self.ref, p.ast, one.ast, zero.ast), self.ctx) for p in parts]
+        return z3.ArithRef(z3.Z3_mk_add(self.ref, len(ifs), (z3.Ast * len(ifs))(*[i.ast for i in ifs])), self.ctx)
 
     def preconditions(self) -> list[tuple[Line | None, Any]]:
         """Every term that holds in all models, with the constraint line it came from (None: a bound
@@ -453,11 +502,11 @@ class _World:
             return [self.eval(e, env, line) for e in node.elts]
         if isinstance(node, ast.BoolOp):
             parts = [self.boolean(self.eval(v, env, line), line) for v in node.values]
-            return z3.And(parts) if isinstance(node.op, ast.And) else z3.Or(parts)
+            return self.and_(parts) if isinstance(node.op, ast.And) else self.or_(parts)
         if isinstance(node, ast.UnaryOp):
             value = self.eval(node.operand, env, line)
             if isinstance(node.op, ast.Not):
-                return z3.Not(self.boolean(value, line))
+                return self.not_(self.boolean(value, line))
             return -value if isinstance(node.op, ast.USub) else value
         if isinstance(node, ast.BinOp):
             left, right = self.eval(node.left, env, line), self.eval(node.right, env, line)
@@ -478,7 +527,6 @@ class _World:
         raise _fail(line, f"'{ast.unparse(node)}' has no meaning here")
 
     def _compare(self, node: ast.Compare, env: dict[str, Any], line: Line) -> Any:
-        z3 = self.z3
         operands = [node.left, *node.comparators]
         values = [self.eval(o, env, line) for o in operands]
         parts = []
@@ -487,14 +535,14 @@ class _World:
             if kind in (ast.In, ast.NotIn):
                 if not isinstance(right, list):
                     raise _fail(line, f"'{symbol(op)}' needs a list on its right in {source(node)!r}")
-                member = z3.Or([left == r for r in right]) if right else self.bool_(False)
-                parts.append(member if kind is ast.In else z3.Not(member))
+                member = self.or_([self.boolean(self.eq(left, r), line) for r in right]) if right else self.bool_(False)
+                parts.append(member if kind is ast.In else self.not_(member))
                 continue
-            parts.append({ast.Eq: lambda a, b: a == b, ast.NotEq: lambda a, b: a != b,
+            parts.append({ast.Eq: self.eq, ast.NotEq: self.ne,
                           ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
                           ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}[kind](left, right))
         # Python reads a < b < c as (a < b) and (b < c); so do we.
-        return parts[0] if len(parts) == 1 else z3.And(parts)
+        return parts[0] if len(parts) == 1 else self.and_([self.boolean(p, line) for p in parts])
 
     def _mismatch(self, node: ast.expr, env: dict[str, Any], line: Line) -> str | None:
         """What is wrong with the sorts of a node's operands, asked only once Z3 or Python refused
@@ -539,11 +587,11 @@ class _World:
                 raise _fail(line, f"{name} takes a scope and an expression")
             items = self.expand(args[0], args[1], env, line)
             if name == "ForAll":
-                return z3.And([self.boolean(i, line) for i in items]) if items else self.bool_(True)
+                return self.and_([self.boolean(i, line) for i in items]) if items else self.bool_(True)
             if name == "Exists":
-                return z3.Or([self.boolean(i, line) for i in items]) if items else self.bool_(False)
+                return self.or_([self.boolean(i, line) for i in items]) if items else self.bool_(False)
             if name == "Count":
-                return z3.Sum([z3.If(self.boolean(i, line), 1, 0) for i in items]) if items else z3.IntVal(0, self.ctx)
+                return self.count([self.boolean(i, line) for i in items]) if items else z3.IntVal(0, self.ctx)
             return z3.Distinct(items) if name == "Distinct" else z3.Sum(items)
         values = [self.eval(a, env, line) for a in args]
         if len(values) == 1 and isinstance(values[0], list) and name in ("And", "Or", "Distinct", "Sum"):
@@ -557,11 +605,11 @@ class _World:
             parts = [self.boolean(v, line) for v in values]
             if not parts:
                 return self.bool_(name == "And")
-            return z3.And(parts) if name == "And" else z3.Or(parts)
+            return self.and_(parts) if name == "And" else self.or_(parts)
         builtins: dict[str, tuple[int, Callable[..., Any]]] = {
-            "Not": (1, lambda a: z3.Not(self.boolean(a, line))),
-            "Implies": (2, lambda a, b: z3.Implies(self.boolean(a, line), self.boolean(b, line))),
-            "Xor": (2, lambda a, b: z3.Xor(self.boolean(a, line), self.boolean(b, line))),
+            "Not": (1, lambda a: self.not_(self.boolean(a, line))),
+            "Implies": (2, lambda a, b: self.implies(self.boolean(a, line), self.boolean(b, line))),
+            "Xor": (2, lambda a, b: self.xor(self.boolean(a, line), self.boolean(b, line))),
             "If": (3, lambda c, a, b: z3.If(self.boolean(c, line), a, b)),
             "Abs": (1, lambda a: z3.If(a >= 0, a, -a)),
             "abs": (1, lambda a: z3.If(a >= 0, a, -a)),
@@ -588,8 +636,22 @@ class _World:
             return function(*values)
         built = self.applied.get(key)
         if built is None:
-            built = self.applied[key] = (function(*values), values)
+            made = self.results[name]
+            if made is None:
+                term = function(*values)
+            else:  # one call of the C API, which checks the arguments' sorts (z3py's cast checks each twice)
+                z3 = self.z3
+                arguments = (z3.Ast * len(values))(*[value.ast for value in values])
+                term = made(z3.Z3_mk_app(self.ref, function.ast, len(values), arguments), self.ctx)
+            built = self.applied[key] = (term, values)
         return built[0]
+
+
+@cache
+def _term_classes(z3: Any) -> dict[int, Any]:
+    """The z3py class of a term by the kind of its sort, as z3py's own _to_expr_ref picks it (for the
+    sorts a program can declare)."""
+    return {z3.Z3_BOOL_SORT: z3.BoolRef, z3.Z3_INT_SORT: z3.ArithRef, z3.Z3_DATATYPE_SORT: z3.DatatypeRef}
 
 
 def _is_scope(node: ast.expr) -> bool:

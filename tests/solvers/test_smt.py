@@ -221,3 +221,55 @@ def test_a_context_that_cannot_be_made_fails_its_program_and_the_next_gets_one()
     with pytest.raises(MemoryError):
         contexts.take()
     assert isinstance(contexts.take(), _Made)
+
+
+def test_a_solved_program_leaves_no_garbage_cycle_holding_its_z3_objects():
+    """Its context must go when the helper drops it; held in a cycle, only the garbage collector
+    would free it, in the middle of a later program (a nested option check once made one)."""
+    import gc
+
+    import z3
+
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        run("is_exception(is_sat(likes(Bob, Ann))) ::: (A)\nis_valid(slot(Bob) == 2) ::: (B)")
+        gc.collect()
+        held = [o for o in gc.garbage if isinstance(o, (z3.Context, z3.AstRef, smt._World))]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert held == []
+
+
+def test_terms_built_through_the_c_api_are_z3pys_own():
+    """The world builds connectives, equalities, counts and applications with single C calls; each
+    must be the very term z3py's functions build (Z3 shares equal terms, so `eq` is identity)."""
+    import z3
+
+    world = smt._World(z3, get_solver("smt").parse(BASE.format(options="is_sat(True) ::: (A)")), z3.Context())
+    ctx = world.ctx
+    p, q = z3.Bool("p", ctx), z3.Bool("q", ctx)
+    i, j = z3.Int("i", ctx), z3.Int("j", ctx)
+    ann, bob = world.names["Ann"], world.names["Bob"]
+    slot, likes = world.functions["slot"], world.functions["likes"]
+    score = z3.Function("score", z3.IntSort(ctx), z3.IntSort(ctx))
+    world.functions["score"], world.results["score"] = score, z3.ArithRef
+    pairs = [
+        (world.and_([p, q, p]), z3.And(p, q, p)), (world.or_([p]), z3.Or(p)), (world.not_(p), z3.Not(p)),
+        (world.implies(p, q), z3.Implies(p, q)), (world.xor(p, q), z3.Xor(p, q)),
+        (world.eq(i, j), i == j), (world.eq(ann, bob), ann == bob), (world.eq(p, i), p == i),
+        (world.ne(i, j), i != j), (world.ne(ann, bob), ann != bob),
+        (world.count([p, q]), z3.Sum([z3.If(p, 1, 0), z3.If(q, 1, 0)])),
+        (world._apply("slot", slot, [ann]), slot(ann)), (world._apply("likes", likes, [ann, bob]), likes(ann, bob)),
+        (world._apply("score", score, [p]), score(p)),
+    ]
+    for ours, theirs in pairs:
+        assert ours.eq(theirs), (ours, theirs)
+        assert type(ours) is type(theirs)
+    with pytest.raises(z3.Z3Exception):  # Z3 itself refuses what z3py's checks would have
+        world.eq(ann, i)
+    with pytest.raises(z3.Z3Exception):
+        world._apply("slot", slot, [i])
