@@ -126,17 +126,20 @@ class SMTSolver:
         z3 = load_z3()
         contexts = _contexts(z3)
         context = contexts.take()
+        solvers: list[Any] = []
         try:
-            return self._execute(z3, context, program, limits)
+            return self._execute(z3, context, program, limits, solvers)
         finally:
-            contexts.retire(context)
+            contexts.retire(context, solvers)
 
-    def _execute(self, z3: Any, context: Any, program: SMTProgram, limits: Limits) -> SolverResult:
+    def _execute(self, z3: Any, context: Any, program: SMTProgram, limits: Limits,
+                 solvers: list[Any]) -> SolverResult:
         try:
             world = _World(z3, program, context)
             pre = world.preconditions()
             timeout_ms = int(limits.seconds * 1000)
             checker = _Checker(z3, world.ctx, [term for _, term in pre], timeout_ms)
+            solvers.append(checker.solver)  # freed behind, with the context
             # Unsatisfiable premises make every option "valid"; that is no answer, not option A.
             if not checker.sat(z3.BoolVal(True, world.ctx)):
                 return SolverResult(None, {"options": {}, "checks": checker.calls},
@@ -175,12 +178,12 @@ def load_z3() -> Any:
 class _Contexts:
     """A fresh Z3 context for each program, made ahead and freed behind on a helper thread. Making and
     freeing one takes about 4.7 ms of Z3's own code (a fifth of AR-LSAT's solving), which then runs
-    while the program before is solved, as ctypes lets go of the GIL during Z3's calls."""
+    while the next program is solved, as ctypes lets go of the GIL during Z3's calls."""
 
     def __init__(self, z3: Any):
         self.z3 = z3
         self.made: queue.SimpleQueue[Any] = queue.SimpleQueue()  # a context, or why none could be made
-        self.orders: queue.SimpleQueue[Any] = queue.SimpleQueue()  # None: make one; else a context to free
+        self.orders: queue.SimpleQueue[Any] = queue.SimpleQueue()  # None: make one; else what to free
         self.orders.put(None)
         size = threading.stack_size(_HELPER_STACK)  # counted against a worker's memory bound
         try:
@@ -210,8 +213,9 @@ class _Contexts:
             raise made
         return made
 
-    def retire(self, context: Any) -> None:
-        self.orders.put(context)
+    def retire(self, context: Any, solvers: list[Any] | None = None) -> None:
+        """Free `context` behind, and with it `solvers` of its own (freeing a solver is 0.3 ms of Z3's)."""
+        self.orders.put((context, solvers))
 
 
 _HELPER_STACK = 512 * 1024
@@ -252,11 +256,10 @@ class _Checker:
         self.calls = 0
 
     def result(self, extra: Any) -> Any:
+        # The premises with `extra` assumed (Z3 stands a fresh literal for it), not pushed and popped:
+        # the solver keeps what it learnt about the premises from one check to the next.
         self.calls += 1
-        self.solver.push()
-        self.solver.add(extra)
-        outcome = self.solver.check()
-        self.solver.pop()
+        outcome = self.solver.check(extra)
         if outcome == self.z3.unknown:
             raise SolverTimeout(f"Z3 could not decide a check ({self.solver.reason_unknown()})")
         return outcome
@@ -330,6 +333,7 @@ class _World:
         self.applied: dict[tuple[Any, ...], tuple[Any, list[Any]]] = {}  # see _apply
         self.ranges: list[Any] = []
         self.enums: set[str] = set()
+        self.holders: list[Any] = []  # the placeholder of each quantified variable (see expand)
         for name, kind, members, number in program.sorts:
             self._declare_sort(name, kind, members, number)
         for name, types, number in program.functions:
@@ -448,7 +452,8 @@ class _World:
             raise _fail(line, f"expected a condition (true or false), got a value of sort {_kind(value)}")
         return value
 
-    def scope(self, node: ast.expr, line: Line) -> list[tuple[str, list[Any]]]:
+    def scope(self, node: ast.expr, line: Line) -> list[tuple[str, str]]:
+        """The (variable, sort) pairs of a scope such as [x:sort, y:other]."""
         if not (isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == "_"):
             raise _fail(line, "expected a scope such as [x:sort]")
         parts = node.slice.elts if isinstance(node.slice, ast.Tuple) else [node.slice]
@@ -460,17 +465,41 @@ class _World:
             listed = part.upper.id
             if listed in ("int", "bool") or listed not in self.lists:
                 raise _fail(line, f"cannot range over '{listed}' (declare it as a sort)")
-            out.append((part.lower.id, self.lists[listed][0]))
+            out.append((part.lower.id, listed))
         return out
 
     def expand(self, scope_node: ast.expr, body: ast.expr, env: dict[str, Any], line: Line) -> list[Any]:
+        """The body once for each combination of the scope's members. It is built once, with a
+        placeholder constant for each variable, and each instance is one substitution by Z3 (in C):
+        building it anew for every combination took most of AR-LSAT's time in Python. The instances
+        are the very terms a build per combination gives (Z3 substitutes without simplifying)."""
         scope = self.scope(scope_node, line)
-        results = []
-        for combo in itertools.product(*[members for _, members in scope]):
-            inner = dict(env)
-            inner.update({name: value for (name, _), value in zip(scope, combo)})
-            results.append(self.eval(body, inner, line))
-        return results
+        combos = list(itertools.product(*[self.lists[listed][0] for _, listed in scope]))
+        if not combos:
+            return []
+        z3 = self.z3
+        holders = []
+        for name, listed in scope:
+            # '!' cannot occur in a program's names, so no declared constant is taken for a placeholder.
+            holders.append(z3.Const(f"{name}!{len(self.holders)}", self.lists[listed][1]))
+            self.holders.append(holders[-1])
+        inner = dict(env)
+        inner.update({name: holder for (name, _), holder in zip(scope, holders)})
+        template = self.eval(body, inner, line)
+        froms = (z3.Ast * len(holders))(*[h.ast for h in holders])
+        return [self._instance(template, holders, froms, combo) for combo in combos]
+
+    def _instance(self, value: Any, holders: list[Any], froms: Any, combo: tuple[Any, ...]) -> Any:
+        if isinstance(value, list):
+            return [self._instance(v, holders, froms, combo) for v in value]
+        z3 = self.z3
+        if not isinstance(value, z3.ExprRef):
+            return value  # a Python truth value: the same for every combination
+        for holder, member in zip(holders, combo):
+            if value is holder:
+                return member
+        tos = (z3.Ast * len(combo))(*[m.ast for m in combo])
+        return type(value)(z3.Z3_substitute(self.ref, value.ast, len(combo), froms, tos), self.ctx)
 
     def eval(self, node: ast.expr, env: dict[str, Any], line: Line) -> Any:
         """The Z3 term (or Python list of terms) for a node. The innermost node whose construction
@@ -626,9 +655,8 @@ class _World:
         raise _fail(line, f"unknown function '{name}'")
 
     def _apply(self, name: str, function: Any, values: list[Any]) -> Any:
-        """`function(*values)`, built once per program. Quantifiers expanded over a sort's members meet
-        the same application again and again (AR-LSAT's programs: 14,443 applications, 1,651 terms),
-        and Z3's Python API takes about 0.1 ms to build one. The key is the arguments' Z3 ids; the
+        """`function(*values)`, built once per program: programs name the same application again and
+        again (AR-LSAT's: 3,343 applications, 1,669 terms). The key is the arguments' Z3 ids; the
         arguments are kept with the term, so no id is freed and given to another term meanwhile."""
         try:
             key = (name, *(value.get_id() for value in values))

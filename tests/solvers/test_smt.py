@@ -273,3 +273,32 @@ def test_terms_built_through_the_c_api_are_z3pys_own():
         world.eq(ann, i)
     with pytest.raises(z3.Z3Exception):
         world._apply("slot", slot, [i])
+
+
+def test_a_quantifier_is_the_conjunction_of_its_instances_built_one_by_one():
+    """expand builds a body once, with placeholders, and has Z3 substitute each combination: the terms
+    must be exactly those of building the body for each combination with z3py."""
+    import z3
+
+    lines = ["ForAll([m:men], slot(m) > 1)", "ForAll([p:people], Exists([q:men], likes(p, q)))",
+             "Count([p:people, q:people], likes(p, q)) == 2", "Distinct([p:people], slot(p))",
+             "Exists([p:people], p in [Ann, Bob])", "Sum([p:people], slot(p)) == 6", "ForAll([p:men], True)"]
+    text = BASE.replace("slot(Bob) < slot(Cid)\n", "\n".join(lines) + "\n").format(options="is_sat(True) ::: (A)")
+    program = get_solver("smt").parse(text)
+    world = smt._World(z3, program, z3.Context())
+    ann, bob, cid = (world.names[n] for n in ("Ann", "Bob", "Cid"))
+    people, men = [ann, bob, cid], [bob, cid]
+    slot, likes = world.functions["slot"], world.functions["likes"]
+    one = z3.IntVal(1, world.ctx)  # as the program's constant is built (z3py then writes 1 < slot(m))
+    expected = [
+        z3.And([slot(m) > one for m in men]),
+        z3.And([z3.Or([likes(p, q) for q in men]) for p in people]),
+        z3.Sum([z3.If(likes(p, q), 1, 0) for p in people for q in people]) == 2,
+        z3.Distinct([slot(p) for p in people]),
+        z3.Or([z3.Or(p == ann, p == bob) for p in people]),
+        z3.Sum([slot(p) for p in people]) == 6,
+        z3.And([z3.BoolVal(True, world.ctx)] * 2),
+    ]
+    built = [world.boolean(world.eval(line.node, {}, line), line) for line in program.constraints[-len(lines):]]
+    for ours, theirs, line in zip(built, expected, lines):
+        assert ours.eq(theirs), (line, ours, theirs)
