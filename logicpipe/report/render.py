@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
-from rich.tree import Tree
 
 from ..core.records import SolveRecord
-from ..solvers.lp import goal_tree_lines
-from .explain import Explained
+
+if TYPE_CHECKING:  # what an explanation needs is loaded with it: a run's summary needs none of it
+    from .explain import Explained
 
 
 def render_summary(console: Console, metrics: dict, stages: list) -> None:
@@ -92,6 +94,10 @@ def render_explanation(console: Console, explained: Explained) -> None:
         _plain(console, line)
     explanation = record.explanation or {}
     if "goal_tree" in explanation:
+        from rich.tree import Tree
+
+        from ..solvers.lp import goal_tree_lines
+
         tree = Tree("derivation")
         branches = [tree]
         for depth, text in goal_tree_lines(explanation):

@@ -147,14 +147,21 @@ def _die_with_parent(lifeline: Connection) -> None:
     threading.Thread(target=watch, daemon=True).start()
 
 
+_cpu_soft: int | None = None  # the soft CPU limit this worker last set
+
+
 def _limit_cpu(seconds: float) -> None:
+    global _cpu_soft
     used = sum(resource.getrusage(resource.RUSAGE_SELF)[:2])
-    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     soft = math.ceil(used + seconds)
+    if soft == _cpu_soft:
+        return  # already the limit (it moves by whole seconds; most tasks take milliseconds): two system calls saved
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     if hard != resource.RLIM_INFINITY:
         soft = min(soft, hard)
     # Only the soft limit moves: an unprivileged process could never raise a lowered hard limit.
     resource.setrlimit(resource.RLIMIT_CPU, (soft, hard))
+    _cpu_soft = soft
 
 
 def _worker_main(conn: Connection, lifeline: Connection, target: str, memory_mb: int, setup: Setup | None) -> None:
