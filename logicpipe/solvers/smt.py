@@ -33,7 +33,9 @@ _LABEL = re.compile(r"\(([A-E])\)")
 # alone fails below about 88 MB).
 Z3_MEMORY_MB = 128
 _ARITHMETIC = ("Int", "Real")
-_ORDER = (ast.Lt, ast.LtE, ast.Gt, ast.GtE)
+_ORDERS: dict[type, Callable[[Any, Any], Any]] = {
+    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+_ORDER = tuple(_ORDERS)
 
 
 @dataclass
@@ -126,20 +128,17 @@ class SMTSolver:
         z3 = load_z3()
         contexts = _contexts(z3)
         context = contexts.take()
-        solvers: list[Any] = []
         try:
-            return self._execute(z3, context, program, limits, solvers)
+            return self._execute(z3, context, program, limits)
         finally:
-            contexts.retire(context, solvers)
+            contexts.retire(context)
 
-    def _execute(self, z3: Any, context: Any, program: SMTProgram, limits: Limits,
-                 solvers: list[Any]) -> SolverResult:
+    def _execute(self, z3: Any, context: Any, program: SMTProgram, limits: Limits) -> SolverResult:
         try:
             world = _World(z3, program, context)
             pre = world.preconditions()
             timeout_ms = int(limits.seconds * 1000)
             checker = _Checker(z3, world.ctx, [term for _, term in pre], timeout_ms)
-            solvers.append(checker.solver)  # freed behind, with the context
             # Unsatisfiable premises make every option "valid"; that is no answer, not option A.
             if not checker.sat(z3.BoolVal(True, world.ctx)):
                 return SolverResult(None, {"options": {}, "checks": checker.calls},
@@ -183,7 +182,7 @@ class _Contexts:
     def __init__(self, z3: Any):
         self.z3 = z3
         self.made: queue.SimpleQueue[Any] = queue.SimpleQueue()  # a context, or why none could be made
-        self.orders: queue.SimpleQueue[Any] = queue.SimpleQueue()  # None: make one; else what to free
+        self.orders: queue.SimpleQueue[Any] = queue.SimpleQueue()  # None: make one; else a context to free
         self.orders.put(None)
         size = threading.stack_size(_HELPER_STACK)  # counted against a worker's memory bound
         try:
@@ -213,9 +212,10 @@ class _Contexts:
             raise made
         return made
 
-    def retire(self, context: Any, solvers: list[Any] | None = None) -> None:
-        """Free `context` behind, and with it `solvers` of its own (freeing a solver is 0.3 ms of Z3's)."""
-        self.orders.put((context, solvers))
+    def retire(self, context: Any) -> None:
+        # Only the context: Z3 frees it once nothing of it is left, so never while this thread still
+        # holds one of its terms (which freeing its solver here could not promise).
+        self.orders.put(context)
 
 
 _HELPER_STACK = 512 * 1024
@@ -334,6 +334,8 @@ class _World:
         self.ranges: list[Any] = []
         self.enums: set[str] = set()
         self.holders: list[Any] = []  # the placeholder of each quantified variable (see expand)
+        self.mixed: set[str] = set()  # lists whose members are of more than one sort
+        self.templates = True  # False: every quantifier builds its body anew for each combination
         for name, kind, members, number in program.sorts:
             self._declare_sort(name, kind, members, number)
         for name, types, number in program.functions:
@@ -352,6 +354,8 @@ class _World:
         if all(m in self.names for m in members):
             values = [self.names[m] for m in members]
             self.lists[name] = (values, values[0].sort())
+            if not all(v.sort().eq(values[0].sort()) for v in values):
+                self.mixed.add(name)  # members of several sorts: no one placeholder stands for them
             return
         clash = [m for m in members if m in self.names]
         if clash:
@@ -414,12 +418,22 @@ class _World:
     def xor(self, left: Any, right: Any) -> Any:
         return self.z3.BoolRef(self.z3.Z3_mk_xor(self.ref, left.ast, right.ast), self.ctx)
 
+    # Comparisons are built in the program's order by the C API (which refuses two sorts; z3py would
+    # make an Int a Real to compare them: there are no Reals here). z3py's operators are not: for
+    # `f(x) == 1` Python asks the numeral first (its class is a subclass), which builds 1 == f(x), while
+    # a quantified variable's placeholder (no numeral) gives the other order (see expand).
     def eq(self, left: Any, right: Any) -> Any:
-        """left == right; between two Z3 terms with one call of the C API, which refuses two sorts
-        (z3py would make an Int a Real to compare them: there are no Reals here)."""
         z3 = self.z3
         if isinstance(left, z3.ExprRef) and isinstance(right, z3.ExprRef):
             return z3.BoolRef(z3.Z3_mk_eq(self.ref, left.ast, right.ast), self.ctx)
+        if isinstance(left, list) and isinstance(right, list):
+            # Member by member, as a condition for Z3 to decide: Python's own list comparison would ask
+            # whether each pair is the same term, never true of a quantified variable's placeholder.
+            if len(left) != len(right):
+                return False
+            parts = [self.eq(a, b) for a, b in zip(left, right)]
+            parts = [p if isinstance(p, z3.BoolRef) else self.bool_(bool(p)) for p in parts]
+            return self.and_(parts) if parts else True
         return left == right
 
     def ne(self, left: Any, right: Any) -> Any:
@@ -427,7 +441,19 @@ class _World:
         if isinstance(left, z3.ExprRef) and isinstance(right, z3.ExprRef):
             pair = (z3.Ast * 2)(left.ast, right.ast)
             return z3.BoolRef(z3.Z3_mk_distinct(self.ref, 2, pair), self.ctx)
+        if isinstance(left, list) and isinstance(right, list):
+            same = self.eq(left, right)
+            return self.not_(same) if isinstance(same, z3.BoolRef) else not same
         return left != right
+
+    def order(self, op: type, left: Any, right: Any) -> Any:
+        """left < right (<=, >, >=) for two numbers; anything else as Python and z3py take it."""
+        z3 = self.z3
+        if isinstance(left, z3.ArithRef) and isinstance(right, z3.ArithRef):
+            make: dict[type, Any] = {ast.Lt: z3.Z3_mk_lt, ast.LtE: z3.Z3_mk_le, ast.Gt: z3.Z3_mk_gt,
+                                     ast.GtE: z3.Z3_mk_ge}
+            return z3.BoolRef(make[op](self.ref, left.ast, right.ast), self.ctx)
+        return _ORDERS[op](left, right)
 
     def count(self, parts: list[Any]) -> Any:
         """The number of `parts` (at least one) that hold: Sum(If(part, 1, 0), ...)."""
@@ -471,12 +497,15 @@ class _World:
     def expand(self, scope_node: ast.expr, body: ast.expr, env: dict[str, Any], line: Line) -> list[Any]:
         """The body once for each combination of the scope's members. It is built once, with a
         placeholder constant for each variable, and each instance is one substitution by Z3 (in C):
-        building it anew for every combination took most of AR-LSAT's time in Python. The instances
-        are the very terms a build per combination gives (Z3 substitutes without simplifying)."""
+        building it anew for every combination (`each`) took most of AR-LSAT's time in Python. The
+        instances are the terms `each` builds: Z3 substitutes without simplifying, and nothing built
+        depends on a variable's value rather than its sort (comparisons: see eq)."""
         scope = self.scope(scope_node, line)
         combos = list(itertools.product(*[self.lists[listed][0] for _, listed in scope]))
         if not combos:
             return []
+        if not self.templates or any(listed in self.mixed for _, listed in scope):
+            return self.each(scope, combos, body, env, line)
         z3 = self.z3
         holders = []
         for name, listed in scope:
@@ -488,6 +517,16 @@ class _World:
         template = self.eval(body, inner, line)
         froms = (z3.Ast * len(holders))(*[h.ast for h in holders])
         return [self._instance(template, holders, froms, combo) for combo in combos]
+
+    def each(self, scope: list[tuple[str, str]], combos: list[tuple[Any, ...]], body: ast.expr,
+             env: dict[str, Any], line: Line) -> list[Any]:
+        """The body built anew for each combination of members."""
+        results = []
+        for combo in combos:
+            inner = dict(env)
+            inner.update({name: value for (name, _), value in zip(scope, combo)})
+            results.append(self.eval(body, inner, line))
+        return results
 
     def _instance(self, value: Any, holders: list[Any], froms: Any, combo: tuple[Any, ...]) -> Any:
         if isinstance(value, list):
@@ -567,9 +606,12 @@ class _World:
                 member = self.or_([self.boolean(self.eq(left, r), line) for r in right]) if right else self.bool_(False)
                 parts.append(member if kind is ast.In else self.not_(member))
                 continue
-            parts.append({ast.Eq: self.eq, ast.NotEq: self.ne,
-                          ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
-                          ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}[kind](left, right))
+            if kind is ast.Eq:
+                parts.append(self.eq(left, right))
+            elif kind is ast.NotEq:
+                parts.append(self.ne(left, right))
+            else:
+                parts.append(self.order(kind, left, right))
         # Python reads a < b < c as (a < b) and (b < c); so do we.
         return parts[0] if len(parts) == 1 else self.and_([self.boolean(p, line) for p in parts])
 

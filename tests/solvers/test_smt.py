@@ -1,3 +1,4 @@
+import ast
 import subprocess
 import sys
 
@@ -245,8 +246,9 @@ def test_a_solved_program_leaves_no_garbage_cycle_holding_its_z3_objects():
 
 
 def test_terms_built_through_the_c_api_are_z3pys_own():
-    """The world builds connectives, equalities, counts and applications with single C calls; each
-    must be the very term z3py's functions build (Z3 shares equal terms, so `eq` is identity)."""
+    """The world builds connectives, comparisons, counts and applications with single C calls; each
+    must be the very term z3py's functions build from the same operands in the same order (Z3 shares
+    equal terms, so `eq` is identity). z3py's operators may swap them: see World.eq."""
     import z3
 
     world = smt._World(z3, get_solver("smt").parse(BASE.format(options="is_sat(True) ::: (A)")), z3.Context())
@@ -262,6 +264,7 @@ def test_terms_built_through_the_c_api_are_z3pys_own():
         (world.implies(p, q), z3.Implies(p, q)), (world.xor(p, q), z3.Xor(p, q)),
         (world.eq(i, j), i == j), (world.eq(ann, bob), ann == bob), (world.eq(p, i), p == i),
         (world.ne(i, j), i != j), (world.ne(ann, bob), ann != bob),
+        (world.order(ast.Lt, i, j), i < j), (world.order(ast.GtE, i, z3.IntVal(2, ctx)), i >= 2),
         (world.count([p, q]), z3.Sum([z3.If(p, 1, 0), z3.If(q, 1, 0)])),
         (world._apply("slot", slot, [ann]), slot(ann)), (world._apply("likes", likes, [ann, bob]), likes(ann, bob)),
         (world._apply("score", score, [p]), score(p)),
@@ -275,30 +278,39 @@ def test_terms_built_through_the_c_api_are_z3pys_own():
         world._apply("slot", slot, [i])
 
 
-def test_a_quantifier_is_the_conjunction_of_its_instances_built_one_by_one():
-    """expand builds a body once, with placeholders, and has Z3 substitute each combination: the terms
-    must be exactly those of building the body for each combination with z3py."""
+def test_a_quantifier_instantiates_its_body_as_building_it_for_each_member_would():
+    """expand builds a body once, with placeholders, and has Z3 substitute each combination; `each`
+    builds it anew for every combination. The terms must be the same, whatever the body does with its
+    variables: compare numbers (a numeral's class makes z3py swap operands), compare lists, nest scopes."""
     import z3
 
-    lines = ["ForAll([m:men], slot(m) > 1)", "ForAll([p:people], Exists([q:men], likes(p, q)))",
-             "Count([p:people, q:people], likes(p, q)) == 2", "Distinct([p:people], slot(p))",
-             "Exists([p:people], p in [Ann, Bob])", "Sum([p:people], slot(p)) == 6", "ForAll([p:men], True)"]
-    text = BASE.replace("slot(Bob) < slot(Cid)\n", "\n".join(lines) + "\n").format(options="is_sat(True) ::: (A)")
+    bodies = ["ForAll([m:men], slot(m) > 1)", "ForAll([s:slots], 1 <= s <= 3)", "Exists([s:slots], slot(Ann) == s)",
+              "ForAll([p:people], Exists([q:men], likes(p, q)))", "Count([p:people, q:people], [p, q] == [Ann, Bob]) == 1",
+              "ForAll([p:people, q:people], Implies((p, q) != (Ann, Bob), Not(likes(p, q))))",
+              "Distinct([p:people], slot(p))", "Exists([p:people], p in [Ann, Bob])", "Sum([p:people], slot(p)) == 6",
+              "ForAll([p:men], True)", "ForAll([p:people], ForAll([p:men], slot(p) >= 2))",
+              "Count([s:slots], Exists([p:people], slot(p) == s + 1 - 1)) == 3", "ForAll([s:slots], [s, 1] != [2, s])"]
+    text = BASE.replace("slot(Bob) < slot(Cid)\n", "\n".join(bodies) + "\n").format(options="is_sat(True) ::: (A)")
     program = get_solver("smt").parse(text)
     world = smt._World(z3, program, z3.Context())
-    ann, bob, cid = (world.names[n] for n in ("Ann", "Bob", "Cid"))
-    people, men = [ann, bob, cid], [bob, cid]
-    slot, likes = world.functions["slot"], world.functions["likes"]
-    one = z3.IntVal(1, world.ctx)  # as the program's constant is built (z3py then writes 1 < slot(m))
-    expected = [
-        z3.And([slot(m) > one for m in men]),
-        z3.And([z3.Or([likes(p, q) for q in men]) for p in people]),
-        z3.Sum([z3.If(likes(p, q), 1, 0) for p in people for q in people]) == 2,
-        z3.Distinct([slot(p) for p in people]),
-        z3.Or([z3.Or(p == ann, p == bob) for p in people]),
-        z3.Sum([slot(p) for p in people]) == 6,
-        z3.And([z3.BoolVal(True, world.ctx)] * 2),
-    ]
-    built = [world.boolean(world.eval(line.node, {}, line), line) for line in program.constraints[-len(lines):]]
-    for ours, theirs, line in zip(built, expected, lines):
-        assert ours.eq(theirs), (line, ours, theirs)
+    lines = program.constraints[-len(bodies):]
+    templated = [world.eval(line.node, {}, line) for line in lines]
+    world.templates = False
+    built = [world.eval(line.node, {}, line) for line in lines]
+    for ours, theirs, body in zip(templated, built, bodies):
+        assert ours.eq(theirs), (body, ours, theirs)
+
+
+def test_lists_compare_member_by_member_inside_a_quantifier():
+    base = BASE.replace("slot(Bob) < slot(Cid)\n", "")
+    out = run("is_valid(Count([p:people, q:people], [p, q] == [Ann, Bob]) == 1) ::: (A)", base)
+    assert out.verdict == "A"
+    out = run("is_valid(ForAll([p:people], (p, Ann) != (Ann, p) or p == Ann)) ::: (A)", base)
+    assert out.verdict == "A"
+
+
+def test_a_scope_over_members_of_two_sorts_still_expands():
+    base = BASE.replace("men = EnumSort([Bob, Cid])", "men = EnumSort([Bob, Cid])\ncounts = IntSort([k1, k2])\n"
+                        "mix = EnumSort([Ann, k1])")
+    out = run("is_valid(ForAll([z:mix], z == z)) ::: (A)\nis_valid(Count([z:mix], z == z) == 2) ::: (B)", base)
+    assert out.error is None and out.explanation["options"] == {"A": True, "B": True}
