@@ -21,9 +21,14 @@ def test_workers_come_from_a_server_started_early_that_has_read_the_solver_regis
         "print(' '.join(outcome.value))\n"
         "with WorkerPool('tests.run.targets:registry_read') as pool:\n"
         "    [outcome] = pool.map([SolverCall('one', {}, 60)])\n"
-        "print(outcome.value)\n")
+        "print(outcome.value)\n"
+        "with WorkerPool('tests.run.targets:collector') as pool:\n"
+        "    [outcome] = pool.map([SolverCall('one', {}, 60)])\n"
+        "print(*outcome.value)\n")
     assert done.returncode == 0, done.stderr
-    loaded, reads = done.stdout.splitlines()
+    loaded, reads, collector = done.stdout.splitlines()
+    enabled, frozen = map(int, collector.split())
+    assert enabled == 1 and frozen > 10_000  # what the server loaded is left out of the workers' collections
     assert {"logicpipe.run.ready", "logicpipe.run.pool", "logicpipe.solvers.registry"} <= set(loaded.split())
     assert "logicpipe.cli" not in loaded.split()  # the later pool's preload came too late: the server was running
     assert reads == "1"  # the worker, which never asked for them, holds the entry points the server read
@@ -56,3 +61,19 @@ def test_a_built_in_dataset_is_read_without_pyyaml():
                    "get_dataset('LogicalDeduction'); all_datasets()\nprint('yaml' in sys.modules)")
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["False"]
+
+
+def test_the_command_collects_garbage_once_started_and_leaves_what_it_loaded_alone():
+    # The collector is off while the command line loads, then on, with the loaded objects frozen.
+    done = _python("import gc, sys\n"
+                   "import logicpipe.cli\n"
+                   "seen = []\n"
+                   "logicpipe.cli.main = lambda: seen.append((gc.isenabled(), gc.get_freeze_count()))\n"
+                   "from logicpipe import __main__ as command\n"
+                   "command._leave = lambda code: None\n"
+                   "sys.argv = ['logicpipe', 'list']\n"
+                   "command.main()\n"
+                   "print(*seen[0])\n")
+    assert done.returncode == 0, done.stderr
+    enabled, frozen = done.stdout.split()
+    assert enabled == "True" and int(frozen) > 10_000

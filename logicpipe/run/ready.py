@@ -5,6 +5,7 @@ loads no solver, nor pydantic: the sooner the server is ready, the sooner a comm
 from __future__ import annotations
 
 import atexit
+import gc
 import os
 
 from ..solvers import registry
@@ -17,3 +18,7 @@ registry.entries()
 # loaded) adds a tenth of a second, for which a pipeline reading the command's output (it holds the
 # command's stderr) waits. Workers never run this: a forked process ends with os._exit.
 atexit.register(os._exit, 0)
+# What the server loaded lives as long as it and each worker forked from it: frozen, the workers' garbage
+# collector passes leave it alone, and so do not copy the memory pages it lies in (Python's advice for
+# a process that forks without exec).
+gc.freeze()

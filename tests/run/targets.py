@@ -34,3 +34,10 @@ def registry_read(payload: dict) -> int:
     from logicpipe.solvers import registry
 
     return registry.entries.cache_info().currsize
+
+
+def collector(payload: dict) -> list[int]:
+    """Whether this worker's garbage collector runs (1), and how many objects it leaves alone (frozen)."""
+    import gc
+
+    return [int(gc.isenabled()), gc.get_freeze_count()]
