@@ -34,8 +34,11 @@ _LABEL = re.compile(r"\(([A-E])\)")
 Z3_MEMORY_MB = 128
 _ARITHMETIC = ("Int", "Real")
 _ORDERS: dict[type, Callable[[Any, Any], Any]] = {
-    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b, ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
+    ast.Lt: lambda a, b: a < b, ast.LtE: lambda a, b: a <= b,
+    ast.Gt: lambda a, b: a > b, ast.GtE: lambda a, b: a >= b}
 _ORDER = tuple(_ORDERS)
+# The same comparisons in Z3's C API, for two numbers (World.order).
+_MAKE_ORDER: dict[type, str] = {ast.Lt: "Z3_mk_lt", ast.LtE: "Z3_mk_le", ast.Gt: "Z3_mk_gt", ast.GtE: "Z3_mk_ge"}
 
 
 @dataclass
@@ -174,6 +177,9 @@ def load_z3() -> Any:
     return z3
 
 
+_HELPER_STACK = 512 * 1024
+
+
 class _Contexts:
     """A fresh Z3 context for each program, made ahead and freed behind on a helper thread. Making and
     freeing one takes about 4.7 ms of Z3's own code (a fifth of AR-LSAT's solving), which then runs
@@ -218,7 +224,6 @@ class _Contexts:
         self.orders.put(context)
 
 
-_HELPER_STACK = 512 * 1024
 @cache
 def _contexts(z3: Any) -> _Contexts:
     """The process's one helper, started on its first program."""
@@ -333,7 +338,7 @@ class _World:
         self.applied: dict[tuple[Any, ...], tuple[Any, list[Any]]] = {}  # see _apply
         self.ranges: list[Any] = []
         self.enums: set[str] = set()
-        self.holders: list[Any] = []  # the placeholder of each quantified variable (see expand)
+        self.placeholders = 0  # made so far: each one's number makes its name unique (see expand)
         self.mixed: set[str] = set()  # lists whose members are of more than one sort
         self.templates = True  # False: every quantifier builds its body anew for each combination
         for name, kind, members, number in program.sorts:
@@ -450,9 +455,8 @@ class _World:
         """left < right (<=, >, >=) for two numbers; anything else as Python and z3py take it."""
         z3 = self.z3
         if isinstance(left, z3.ArithRef) and isinstance(right, z3.ArithRef):
-            make: dict[type, Any] = {ast.Lt: z3.Z3_mk_lt, ast.LtE: z3.Z3_mk_le, ast.Gt: z3.Z3_mk_gt,
-                                     ast.GtE: z3.Z3_mk_ge}
-            return z3.BoolRef(make[op](self.ref, left.ast, right.ast), self.ctx)
+            make = getattr(z3, _MAKE_ORDER[op])
+            return z3.BoolRef(make(self.ref, left.ast, right.ast), self.ctx)
         return _ORDERS[op](left, right)
 
     def count(self, parts: list[Any]) -> Any:
@@ -510,8 +514,8 @@ class _World:
         holders = []
         for name, listed in scope:
             # '!' cannot occur in a program's names, so no declared constant is taken for a placeholder.
-            holders.append(z3.Const(f"{name}!{len(self.holders)}", self.lists[listed][1]))
-            self.holders.append(holders[-1])
+            holders.append(z3.Const(f"{name}!{self.placeholders}", self.lists[listed][1]))
+            self.placeholders += 1
         inner = dict(env)
         inner.update({name: holder for (name, _), holder in zip(scope, holders)})
         template = self.eval(body, inner, line)
