@@ -1,5 +1,6 @@
 """The `logicpipe` command's start: a tiny main module, and the solver fork server started first."""
 
+import json
 import subprocess
 import sys
 
@@ -77,3 +78,20 @@ def test_the_command_collects_garbage_once_started_and_leaves_what_it_loaded_alo
     assert done.returncode == 0, done.stderr
     enabled, frozen = done.stdout.split()
     assert enabled == "True" and int(frozen) > 10_000
+
+
+def test_a_run_leaves_its_solvers_library_to_the_workers(data_dir, tmp_path):
+    # The command checks that python-constraint is installed without importing it (10-30 ms on its
+    # path); its workers import it (tests/run/test_local.py), and solve.
+    programs = data_dir / "programs" / "LogicalDeduction_dev_gpt-4.json"
+    done = _python(
+        "import sys\n"
+        "from logicpipe import __main__ as command\n"
+        "command._leave = lambda code: print('exit', code, 'constraint' in sys.modules)\n"
+        f"sys.argv = ['logicpipe', 'run', '-d', 'logicaldeduction', '--data-dir', {str(data_dir)!r}, '--limit', '3',\n"
+        f"            '--programs', {str(programs)!r}, '--out', {str(tmp_path)!r}]\n"
+        "command.main()\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "exit 0 False"
+    solved = [json.loads(line) for line in (tmp_path / "logicaldeduction" / "solve.jsonl").read_text().splitlines()]
+    assert len(solved) == 3 and all(record["verdict"] in "ABCDE" and record["verdict"] for record in solved)

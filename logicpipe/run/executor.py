@@ -38,11 +38,15 @@ class Executor(Protocol):
 
 def check_solver(solver: str) -> str | None:
     """Where calls run (a Ray node, a new worker of the local pool): why the solver cannot run there,
-    or None when it can."""
+    or None when it can. Its libraries are loaded here too (Solver.check says why)."""
     from ..solvers import get_solver
 
     try:
-        get_solver(solver).check()
+        made = get_solver(solver)
+        made.check()
+        load = getattr(made, "load", None)
+        if load is not None:
+            load()
     except LogicPipeError as exc:
         return str(exc)
     except Exception as exc:  # noqa: BLE001 - a missing package shows as ImportError; report it, do not crash

@@ -24,7 +24,7 @@ from typing import Any
 
 from ..core.errors import PrerequisiteError, ProgramExecutionError, ProgramParseError, SolverTimeout
 from .asp_check import RESERVED, check_text, check_tree, parse_error
-from .base import Limits, SolverResult
+from .base import Limits, SolverResult, installed
 
 # Answer sets counted at most for the explanation (the answer never depends on the count).
 COUNT_LIMIT = 100
@@ -55,12 +55,15 @@ class ASPProgram:
     optimise: bool = False
 
 
+_MISSING = "the ASP solver needs clingo: pip install clingo"
+
+
 def load_clingo() -> Any:
     try:
         import clingo
         import clingo.ast  # noqa: F401 - a submodule `import clingo` does not load
     except ImportError:
-        raise PrerequisiteError("the ASP solver needs clingo: pip install clingo") from None
+        raise PrerequisiteError(_MISSING) from None
     return clingo
 
 
@@ -119,6 +122,9 @@ class ASPSolver:
     formalism = "answer set programming (clingo)"
 
     def check(self) -> None:
+        installed("clingo", _MISSING)
+
+    def load(self) -> None:
         load_clingo()
 
     def parse(self, text: str) -> ASPProgram:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from dataclasses import dataclass
 from typing import Any, Protocol
+
+from ..core.errors import PrerequisiteError
 
 
 @dataclass
@@ -28,13 +31,23 @@ class Solver(Protocol):
     formalism: str
 
     def check(self) -> None:
-        """Raise PrerequisiteError when a binary or package the solver needs is missing."""
+        """Raise PrerequisiteError when a binary or package the solver needs is missing. Cheap: the
+        command runs it before it writes anything, and needs no solver library itself (a package is
+        looked for, not imported: `installed`). A solver may also define `load()`, which imports what
+        `execute` needs (raising PrerequisiteError when it cannot): each worker runs it once before its
+        first call, so that no call's time bound pays for the import."""
 
     def parse(self, text: str) -> Any:
         """Parse program text into a typed program; raise ProgramParseError with line and reason."""
 
     def execute(self, program: Any, limits: Limits) -> SolverResult:
         """Run a parsed program within the limits; raise ProgramExecutionError or SolverTimeout."""
+
+
+def installed(module: str, missing: str) -> None:
+    """PrerequisiteError(`missing`) when no package `module` is installed; it is not imported."""
+    if importlib.util.find_spec(module) is None:
+        raise PrerequisiteError(missing)
 
 
 _OPTION = re.compile(r"^\s*\(?([A-Z])\)\s*(.*)$")

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import PrerequisiteError, ProgramCheckError, ProgramExecutionError, ProgramParseError
-from .base import Limits, SolverResult
+from .base import Limits, SolverResult, installed
 from .pyexpr import BASE_NODES, clip, parse_expression, source
 from .sections import walk_sections
 
@@ -188,11 +188,14 @@ def _failed(exc: Exception, node: ast.expr, number: int) -> ProgramExecutionErro
     return ProgramExecutionError(f"line {number}: cannot evaluate {source(node)!r}: {reason}")
 
 
+_MISSING = "the CSP solver needs python-constraint2: pip install python-constraint2"
+
+
 def _constraint_module() -> Any:
     try:
         import constraint
     except ImportError:
-        raise PrerequisiteError("the CSP solver needs python-constraint2: pip install python-constraint2") from None
+        raise PrerequisiteError(_MISSING) from None
     return constraint
 
 
@@ -201,6 +204,9 @@ class CSPSolver:
     formalism = "constraint satisfaction (python-constraint2)"
 
     def check(self) -> None:
+        installed("constraint", _MISSING)
+
+    def load(self) -> None:
         _constraint_module()
 
     def parse(self, text: str) -> CSPProgram:

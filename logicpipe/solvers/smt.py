@@ -21,7 +21,7 @@ from functools import cache
 from typing import Any
 
 from ..core.errors import PrerequisiteError, ProgramExecutionError, ProgramParseError, SolverTimeout
-from .base import Limits, SolverResult
+from .base import Limits, SolverResult, installed
 from .pyexpr import BASE_NODES, INT_BOUND, clip, mark_scopes, parse_expression, source, symbol
 from .sections import split_comment
 
@@ -85,6 +85,9 @@ class SMTSolver:
     formalism = "satisfiability modulo theories (Z3)"
 
     def check(self) -> None:
+        installed("z3", _MISSING)
+
+    def load(self) -> None:
         load_z3()
 
     def parse(self, text: str) -> SMTProgram:
@@ -161,12 +164,15 @@ class SMTSolver:
         return SolverResult(chosen[0], explanation)
 
 
+_MISSING = "the SMT solver needs Z3: pip install z3-solver"
+
+
 def load_z3() -> Any:
     """Import Z3, telling a missing package apart from a memory bound too small to load its library."""
     try:
         import z3
     except ImportError:
-        raise PrerequisiteError("the SMT solver needs Z3: pip install z3-solver") from None
+        raise PrerequisiteError(_MISSING) from None
     except Exception as exc:  # noqa: BLE001 - z3 reports a failed library load in several ways
         limit = resource.getrlimit(resource.RLIMIT_AS)[0]
         if limit != resource.RLIM_INFINITY and limit < Z3_MEMORY_MB * 2**20:

@@ -29,6 +29,11 @@ def modules(payload: dict) -> list[str]:
     return sorted(name for name in sys.modules if name.startswith("logicpipe"))
 
 
+def loaded(payload: dict) -> bool:
+    """Whether this worker holds the module the payload names when it takes the call."""
+    return payload["module"] in sys.modules
+
+
 def registry_read(payload: dict) -> int:
     """Whether this worker holds the installed solvers' entry points (1) before it has asked for them."""
     from logicpipe.solvers import registry

@@ -1,11 +1,13 @@
 import subprocess
 import sys
+from functools import partial
 
 import pytest
 
 from logicpipe.core.errors import PrerequisiteError
 from logicpipe.run import LocalExecutor, make_executor
-from logicpipe.run.pool import SolverCall
+from logicpipe.run.executor import check_solver
+from logicpipe.run.pool import SolverCall, WorkerPool
 from tests.conftest import ROOT
 from tests.run.test_pool import GOOD
 
@@ -18,6 +20,18 @@ def test_the_local_executor_is_the_pool_and_names_no_node():
         finished = list(executor.map(tasks))
     assert sorted(f.outcome.key for f in finished) == ["ok0", "ok1", "ok2"]
     assert {f.node for f in finished} == {None} and {f.outcome.value.verdict for f in finished} == {"A"}
+
+
+def test_a_worker_loads_its_solvers_library_before_it_takes_a_call():
+    # The command only looks for python-constraint (Solver.check); the worker's setup imports it, so the
+    # first call's time bound does not pay for the import. Without the setup, no worker holds it.
+    call = SolverCall("one", {"module": "constraint"}, 60)
+    with WorkerPool("tests.run.targets:loaded", setup=partial(check_solver, "csp")) as pool:
+        [outcome] = pool.map([call])
+    assert outcome.status == "ok" and outcome.value is True
+    with WorkerPool("tests.run.targets:loaded") as pool:
+        [outcome] = pool.map([call])
+    assert outcome.status == "ok" and outcome.value is False
 
 
 def test_the_local_executor_never_imports_ray():
