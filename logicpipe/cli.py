@@ -148,21 +148,24 @@ _USES = {
 }
 
 
+# The run options as typer reads them, resolved once for every command that takes some (their string
+# annotations evaluated: a few milliseconds a command, on the start of each).
+_HINTS = typing.get_type_hints(_options)
+_EVERY = [p.replace(annotation=_HINTS[p.name]) for p in inspect.signature(_options).parameters.values()]
+
+
 def _command(name: str, extra: list[inspect.Parameter] | None = None):
     """Register `func(config, **extra)` as a command taking the run options it uses (all for `run`)."""
     def register(func):
-        hints = typing.get_type_hints(_options)
-        every = list(inspect.signature(_options).parameters.values())
         uses = _USES.get(name)
-        shown = [p for p in every if uses is None or p.name in uses]
-        defaults = {p.name: p.default.default for p in every if p not in shown}
+        shown = [p for p in _EVERY if uses is None or p.name in uses]
+        defaults = {p.name: p.default.default for p in _EVERY if p not in shown}
 
         def command(**values):
             extras = {p.name: values.pop(p.name) for p in extra or []}
             return func(_options(**defaults, **values), **extras)
 
-        parameters = [p.replace(annotation=hints[p.name]) for p in shown]
-        parameters += extra or []
+        parameters = shown + (extra or [])
         command.__signature__ = inspect.Signature(parameters)
         command.__doc__ = func.__doc__
         app.command(name)(command)
