@@ -12,6 +12,8 @@ from ..core.errors import ProgramParseError
 # rule of = or #, and the headers of a next problem or of commentary.
 _END_OF_PROGRAM = re.compile(
     r"^\s*(?:[-=#]{3,}\s*$|(?:Problem|Context|Question|Options|Explanation|Example)\s*\d*\s*:)", re.IGNORECASE)
+# The first characters such a line can start with (after spaces): most lines are tried no further.
+_END_STARTS = frozenset("-=#PCQOEpcqoe")
 
 
 def split_comment(line: str) -> tuple[str, str]:
@@ -70,7 +72,8 @@ def walk_sections(text: str, names: tuple[str, ...], aliases: dict[str, str] | N
             continue
         if not code:
             continue
-        if notes is not None and section is not None and _END_OF_PROGRAM.match(raw):
+        # code is not empty, so its first character is the line's first after spaces.
+        if notes is not None and section is not None and code[0] in _END_STARTS and _END_OF_PROGRAM.match(raw):
             rest = [line for line in lines[number - 1:] if line.strip()]
             notes.append(lines_note(len(rest), "after the end of the program", rest[0]))
             break

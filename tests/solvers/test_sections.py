@@ -43,7 +43,7 @@ def test_text_before_the_first_header_is_dropped_and_noted():
 
 
 @pytest.mark.parametrize("marker", ["------", "  ###", "=====", "Problem:", "Question: Is A true?",
-                                    "Explanation: because", "Example 2:"])
+                                    "Explanation: because", "Example 2:", "context:", "\u00a0OPTIONS 3 :"])
 def test_the_program_ends_at_a_stop_line_or_a_next_problem(marker):
     notes: list[str] = []
     text = f"Facts:\nA\nQuery:\nB\n{marker}\nFacts:\nC\n\nQuery:\nD"
