@@ -95,3 +95,37 @@ def test_a_run_leaves_its_solvers_library_to_the_workers(data_dir, tmp_path):
     assert done.stdout.splitlines()[-1] == "exit 0 False"
     solved = [json.loads(line) for line in (tmp_path / "logicaldeduction" / "solve.jsonl").read_text().splitlines()]
     assert len(solved) == 3 and all(record["verdict"] in "ABCDE" and record["verdict"] for record in solved)
+
+
+_TRACKERS = (
+    "import os\n"
+    "def trackers():  # this process's children that are multiprocessing's resource tracker\n"
+    "    found = []\n"
+    "    for pid in filter(str.isdigit, os.listdir('/proc')):\n"
+    "        try:\n"
+    "            parent = int(open(f'/proc/{pid}/stat').read().rsplit(')', 1)[1].split()[1])\n"
+    "            command = open(f'/proc/{pid}/cmdline', 'rb').read()\n"
+    "        except OSError:\n"
+    "            continue\n"
+    "        if parent == os.getpid() and b'resource_tracker' in command:\n"
+    "            found.append(pid)\n"
+    "    return found\n")
+
+
+def test_the_command_starts_its_workers_without_a_resource_tracker(data_dir, tmp_path):
+    # Python would start one with the fork server: a third process at every start, watching nothing
+    # the pool makes. The run still solves; the same probe finds the tracker Python starts otherwise.
+    programs = data_dir / "programs" / "LogicalDeduction_dev_gpt-4.json"
+    done = _python(
+        _TRACKERS + "import sys\n"
+        "from logicpipe import __main__ as command\n"
+        "command._leave = lambda code: print('exit', code, len(trackers()))\n"
+        f"sys.argv = ['logicpipe', 'run', '-d', 'logicaldeduction', '--data-dir', {str(data_dir)!r}, '--limit', '3',\n"
+        f"            '--programs', {str(programs)!r}, '--out', {str(tmp_path)!r}]\n"
+        "command.main()\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "exit 0 0"
+    assert len((tmp_path / "logicaldeduction" / "solve.jsonl").read_text().splitlines()) == 3
+    usual = _python(_TRACKERS + "from multiprocessing import resource_tracker\n"
+                    "resource_tracker.ensure_running()\nprint(len(trackers()))\n")
+    assert usual.returncode == 0 and usual.stdout.split() == ["1"], usual.stderr

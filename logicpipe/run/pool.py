@@ -30,6 +30,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
+from multiprocessing import resource_tracker
 from multiprocessing.connection import Connection, wait
 from typing import Any, Literal
 
@@ -429,9 +430,23 @@ class WorkerPool:
 def start_early(preload: list[str]) -> None:
     """Start this process's fork server now, importing `preload`, so that it loads them while this
     process goes on (the command line: its own imports, reading the data) and the first pool finds it
-    ready. A later pool's preload then has no effect: the server is already running."""
+    ready. A later pool's preload then has no effect: the server is already running. The `logicpipe`
+    command's start, which calls this, runs no resource tracker (_no_resource_tracker says why)."""
     _set_preload(preload)
+    _no_resource_tracker()
     _start_server()
+
+
+def _no_resource_tracker() -> None:
+    """Python starts a fork server together with a resource tracker: a third Python process (some 40 ms
+    of CPU, while the command and the fork server load on two cores) that unlinks the named semaphores
+    and shared memory a crashed process leaves. The pool shares only pipes, so the tracker would watch
+    nothing; it is pointed at /dev/null instead of started, which it takes as running. Through private
+    names of multiprocessing (3.10-3.13): where they differ, the tracker starts as before. A solver
+    plugin that makes semaphores in a worker has them removed as usual when it ends, not after a kill."""
+    tracker = getattr(resource_tracker, "_resource_tracker", None)
+    if tracker is not None and getattr(tracker, "_fd", 0) is None and hasattr(tracker, "_check_alive"):
+        tracker._fd = os.open(os.devnull, os.O_WRONLY)
 
 
 def _set_preload(modules: list[str]) -> None:
