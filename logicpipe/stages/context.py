@@ -62,35 +62,31 @@ class RunContext:
     # Solver workers to start as each chunk begins (the stages solve), so that they are ready by the
     # time its programs are: they start while the chunk's records are read and its programs replayed.
     warm: int = 0
-    # Made before the context by a caller that starts workers first (runner.open_context), else on first use.
     _executor: Executor | None = None
 
     def executor(self) -> Executor:
         """Where this chunk's solver calls run: one executor (pool of workers, or Ray connection) for
         its solve and refinement rounds, made and checked on first use, closed when the chunk ends."""
         if self._executor is None:
-            self._executor = solver_executor(self.config, self.task)
+            from ..run import make_executor
+            from ..solvers import registry
+
+            config = self.config
+            executor = make_executor(config.executor, "logicpipe.solvers:execute_task", config.workers,
+                                     config.memory_mb, config.ray_address,
+                                     preload=[registry.find(self.task.solver).module])
+            try:
+                executor.check(self.task.solver)
+            except BaseException:
+                executor.close()
+                raise
+            self._executor = executor
         return self._executor
 
     def close_executor(self) -> None:
         executor, self._executor = self._executor, None
         if executor is not None:
             executor.close()
-
-
-def solver_executor(config: RunConfig, task: Task) -> Executor:
-    """The executor the run's options name, made and checked for the task's solver."""
-    from ..run import make_executor
-    from ..solvers import registry
-
-    executor = make_executor(config.executor, "logicpipe.solvers:execute_task", config.workers, config.memory_mb,
-                             config.ray_address, preload=[registry.find(task.solver).module])
-    try:
-        executor.check(task.solver)
-    except BaseException:
-        executor.close()
-        raise
-    return executor
 
 
 Stage = Callable[[RunContext, "list[Trajectory]"], "list[StageReport]"]

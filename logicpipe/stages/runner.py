@@ -22,7 +22,7 @@ from ..solvers.registry import names as solver_names
 from . import evaluate, formulate, interpret, refine, solve
 from .chunks import ChunkLog, chunk_key, finished
 from .config import STAGES, RunConfig
-from .context import Gate, Progress, RunContext, Stage, StageReport, quiet, solver_executor
+from .context import Gate, Progress, RunContext, Stage, StageReport, quiet
 from .identity import SEMANTIC, check_identity
 from .metrics import Tally
 from .store import load_trajectories
@@ -134,26 +134,14 @@ def _asks_model(config: RunConfig, stages: list[str]) -> bool:
 
 
 def open_context(config: RunConfig, stages: list[str], progress: Progress = quiet,
-                 task: Task | None = None, gate: Gate | None = None, warm: int = 0) -> tuple[RunContext, ProblemSet]:
-    """The run's context and problems, everything checked. With `warm`, that many local solver workers
-    (at most one a problem) start first: a worker takes longer to be ready (a fork, then its solver's
-    library) than the rest of the checks and the first chunk's records, which it then overlaps."""
+                 task: Task | None = None, gate: Gate | None = None) -> tuple[RunContext, ProblemSet]:
     task = task or task_for(config)
     problems = problem_set(config)
-    executor = None
-    if warm and config.executor == "local" and len(problems):
-        executor = solver_executor(config, task)
-        executor.warm(min(warm, len(problems)))
-    try:
-        prompts = PromptSet(config.prompts)
-        _check(config, stages, problems, prompts, task)
-        folder = RunFolder(config.out / task.dataset, overwrite=config.overwrite,
-                           allowed_errors=config.error_budget(len(problems)))
-    except BaseException:
-        if executor is not None:
-            executor.close()
-        raise
-    ctx = RunContext(config, task, folder, prompts, folder.budget, progress, gate=gate, _executor=executor)
+    prompts = PromptSet(config.prompts)
+    _check(config, stages, problems, prompts, task)
+    folder = RunFolder(config.out / task.dataset, overwrite=config.overwrite,
+                       allowed_errors=config.error_budget(len(problems)))
+    ctx = RunContext(config, task, folder, prompts, folder.budget, progress, gate=gate)
     return ctx, problems
 
 
@@ -165,13 +153,13 @@ def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet,
     unknown = [s for s in stages if s not in PIPELINE]
     if unknown:
         raise UsageError(f"unknown stage {unknown[0]!r}; choose from {', '.join(PIPELINE)}")
+    ctx, problems = open_context(config, stages, progress, gate=gate)
+    ctx.warm = config.workers if "solve" in stages else 0
     if config.out.exists() and not config.out.is_dir():
         raise UsageError(f"--out {config.out} is a file, not a directory")
+    _need_upstream(ctx, stages)
     if config.overwrite and "formulate" not in stages:
         raise UsageError("--overwrite starts a run afresh: give it to `run` or `formulate`, not to a later stage")
-    warm = config.workers if "solve" in stages else 0
-    ctx, problems = open_context(config, stages, progress, gate=gate, warm=warm)
-    ctx.warm = warm
 
     def prepare(identity: dict) -> None:
         answered = identity["stages"].get("interpret")
@@ -182,18 +170,14 @@ def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet,
         reports: list[StageReport] = []
         names = [s for s in PIPELINE if s in stages]
         if names[:2] == ["formulate", "solve"] and config.programs is None:
-            # Each program is solved as soon as it is written (by a model, or replayed from a file).
+            # A model writes the programs: solve each one as it arrives.
             reports += solve.overlapped(ctx, trajectories, 0, formulate.run)
             names = names[2:]
         for name in names:
             reports += PIPELINE[name](ctx, trajectories)
         return reports
 
-    try:  # the workers started early are stopped however the run ends, even before _hold
-        _need_upstream(ctx, stages)
-        return _hold(ctx, problems, stages, work, keep, prepare, skip=not keep)
-    finally:
-        ctx.close_executor()
+    return _hold(ctx, problems, stages, work, keep, prepare, skip=not keep)
 
 
 def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],

@@ -1,19 +1,14 @@
-"""The runner through the real CLI (and its API): run identity, --overwrite, the error budget, retries across runs,
+"""The runner through the real CLI: run identity, --overwrite, the error budget, retries across runs,
 Ctrl-C, the directory lock and up-front validation."""
 
 import json
-import multiprocessing
 import os
 import signal
 import subprocess
 import sys
 import time
 
-import pytest
-
-from logicpipe.core.errors import DataError
 from logicpipe.run.folder import DirectoryLock
-from logicpipe.run.pool import WorkerPool
 from logicpipe.testing import FakeOpenAI, Fault, ScriptedReplies
 from tests.conftest import ROOT, cli, ctrl_c_default
 
@@ -239,28 +234,3 @@ def test_a_finished_replay_can_add_a_refinement_model_later(data_dir, tmp_path):
         assert done.returncode == 0, done.stderr
     interpreted = records(tmp_path / "out" / "logicaldeduction" / "interpret.jsonl")
     assert [r["executed"] for r in interpreted] == [True, True] and interpreted[0]["round"] == 1
-
-
-def test_workers_started_before_a_check_fails_are_stopped(data_dir, tmp_path, monkeypatch):
-    # A solving run starts its workers before the rest of its checks (they take longest to be ready);
-    # a check that fails then (programs of another dataset) stops them: none outlives the call.
-    from logicpipe.stages import run_stages
-    from logicpipe.stages.config import RunConfig
-
-    spawned = []
-    real_spawn = WorkerPool._spawn
-
-    def spawn(pool):
-        worker = real_spawn(pool)
-        spawned.append(worker.process)
-        return worker
-
-    monkeypatch.setattr(WorkerPool, "_spawn", spawn)
-    config = RunConfig(dataset="logicaldeduction", data_dir=data_dir, out=tmp_path, limit=4, workers=2,
-                       programs=data_dir / "programs" / "ProntoQA_dev_gpt-4.json")
-    with pytest.raises(DataError, match="has no program for any"):
-        run_stages(config, ["formulate", "solve"])
-    assert len(spawned) == 2
-    assert not [process for process in spawned if process.is_alive()]
-    assert not set(spawned) & set(multiprocessing.active_children())
-    assert not (tmp_path / "logicaldeduction").exists()  # nothing written
