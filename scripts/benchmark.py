@@ -17,7 +17,7 @@ from pathlib import Path
 from logicpipe.data import DatasetSpec, get_dataset, resolve_file
 from logicpipe.data.loaders import data_root
 from logicpipe.run.pool import SolverCall, WorkerPool
-from logicpipe.solvers import SolverOutcome, execute_task, get_solver, pyexpr
+from logicpipe.solvers import SolverOutcome, execute_task, loaded_solver, pyexpr
 
 TARGET = "logicpipe.solvers:execute_task"
 MEMORY_MB = 2048
@@ -101,7 +101,7 @@ def main() -> None:
     print(f"{'dataset':<18}{'solver':>7}{'problems':>9}{'floor p/s':>11}"
           + "".join(f"{f'{n}w p/s':>9}{f'{n}w/floor':>10}" for n in counts) + f"{'agree':>7}")
     for spec, tasks in work:
-        get_solver(spec.solver).check()  # imports the solver, so the floor does not pay for it
+        loaded_solver(spec.solver)  # imports the solver's library, so the floor does not pay for it
         # Best of several rounds, each timing the floor and every pool size in turn, so a burst of
         # load from elsewhere on the machine cannot make one column look better than another.
         best: dict[str, float] = {}

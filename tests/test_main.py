@@ -94,7 +94,7 @@ def test_a_run_leaves_its_solvers_library_to_the_workers(data_dir, tmp_path):
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines()[-1] == "exit 0 False"
     solved = [json.loads(line) for line in (tmp_path / "logicaldeduction" / "solve.jsonl").read_text().splitlines()]
-    assert len(solved) == 3 and all(record["verdict"] in "ABCDE" and record["verdict"] for record in solved)
+    assert len(solved) == 3 and all(record["verdict"] and record["verdict"] in "ABCDE" for record in solved)
 
 
 _TRACKERS = (

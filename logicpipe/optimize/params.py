@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from functools import partial
 from importlib import resources
 from typing import Any, ClassVar, Literal
 
@@ -22,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..core.errors import UsageError
 from ..core.records import executed
 from ..prompts import PromptSet
+from ..run.executor import check_solver
 from ..run.pool import SolverCall, WorkerPool
 from ..solvers import get_solver, registry
 from ..stages.config import RunConfig
@@ -334,8 +336,8 @@ def check_demonstrations(demonstrations: list[str], solver: str, skip: set[str] 
              for key, program in programs.items()]
     failures: dict[int, str] = {}
     # Demonstrations come from a model: they run in the isolated worker pool like any program.
-    with WorkerPool("logicpipe.solvers:execute_task", 1, _DEMO_MEMORY_MB,
-                    preload=[registry.find(solver).module]) as pool:
+    with WorkerPool("logicpipe.solvers:execute_task", 1, _DEMO_MEMORY_MB, preload=[registry.find(solver).module],
+                    setup=partial(check_solver, solver)) as pool:
         for outcome in pool.map(tasks):
             if outcome.status != "ok":
                 failures[int(outcome.key)] = f"{outcome.status}: {outcome.message}".strip()

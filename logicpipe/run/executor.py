@@ -39,14 +39,10 @@ class Executor(Protocol):
 def check_solver(solver: str) -> str | None:
     """Where calls run (a Ray node, a new worker of the local pool): why the solver cannot run there,
     or None when it can. Its libraries are loaded here too (Solver.check says why)."""
-    from ..solvers import get_solver
+    from ..solvers import loaded_solver
 
     try:
-        made = get_solver(solver)
-        made.check()
-        load = getattr(made, "load", None)
-        if load is not None:
-            load()
+        loaded_solver(solver)
     except LogicPipeError as exc:
         return str(exc)
     except Exception as exc:  # noqa: BLE001 - a missing package shows as ImportError; report it, do not crash

@@ -13,7 +13,8 @@ from ..core.errors import ErrorCategory, LogicPipeError, PrerequisiteError, Prog
 from . import registry
 from .base import Limits, Solver, SolverResult, map_answer
 
-__all__ = ["Failure", "Limits", "Solver", "SolverOutcome", "SolverResult", "execute_task", "get_solver", "map_answer"]
+__all__ = ["Failure", "Limits", "Solver", "SolverOutcome", "SolverResult", "execute_task", "get_solver", "loaded_solver",
+           "map_answer"]
 
 def get_solver(name: str) -> Solver:
     """A new instance of the solver registered as `name`; UsageError for an unknown name, PrerequisiteError
@@ -25,6 +26,17 @@ def get_solver(name: str) -> Solver:
     except Exception as exc:  # noqa: BLE001 - a plugin's constructor failing is that plugin's: one line
         raise PrerequisiteError(f"solver plugin '{name}' ({entry.package}) cannot be made: "
                                 f"{type(exc).__name__}: {exc}") from None
+    return solver
+
+
+def loaded_solver(name: str) -> Solver:
+    """The solver registered as `name`, checked and with its libraries loaded (Solver.load, where it
+    has one): what a worker does before its first call, so that no call's time bound pays for them."""
+    solver = get_solver(name)
+    solver.check()
+    load = getattr(solver, "load", None)
+    if load is not None:
+        load()
     return solver
 
 

@@ -15,9 +15,9 @@ from logicpipe.testing import FakeOpenAI, ScriptedReplies
 from tests.conftest import cli
 
 # The plugin's solver reads `pick: X` (the option it is told to pick) and says which line it read; a
-# second entry point in the same package names a module that fails to import; a third, a solver that
-# cannot load under a memory bound (as a library too large for the bound cannot), so its check passes in
-# the command and fails in every worker.
+# second entry point in the same package names a module that fails to import; a third, a solver whose
+# library cannot load under a memory bound (as one too large for the bound cannot): its check passes in
+# the command, and its load fails in every worker.
 PLUGIN = '''
 from dataclasses import dataclass
 
@@ -55,7 +55,7 @@ class PickSolver:
 class BoundedSolver(PickSolver):
     name = "bounded"
 
-    def check(self):
+    def load(self):
         import resource
 
         if resource.getrlimit(resource.RLIMIT_AS)[0] != resource.RLIM_INFINITY:
@@ -163,8 +163,8 @@ def test_a_broken_plugin_is_one_line_and_the_others_still_run(site, tmp_path):
 
 
 def test_workers_that_cannot_start_stop_the_run_and_record_nothing(site, tmp_path):
-    # The command's own check passes (it runs unbounded); every worker, under its memory bound, fails it
-    # before it runs a program: one line saying why, exit 3, no record for problems never run.
+    # The command's own check passes; every worker, under its memory bound, fails to load the solver's
+    # library before it runs a program: one line saying why, exit 3, no record for problems never run.
     programs = tmp_path / "programs.json"
     programs.write_text(json.dumps([{"id": row["id"], "raw_logic_programs": ["pick: A"]} for row in ROWS]))
     done = cli("run", "--task", str(task(tmp_path, "bounded")), "--programs", str(programs), "-w", "2",
