@@ -80,21 +80,27 @@ def test_the_command_collects_garbage_once_started_and_leaves_what_it_loaded_alo
     assert enabled == "True" and int(frozen) > 10_000
 
 
+def _run_command(data_dir, out, probe: str, prelude: str = "") -> str:
+    """`logicpipe run` on three LogicalDeduction problems, as the command runs it; the last line it
+    prints is `exit <code> <probe>`, the expression evaluated in the command's process as it ends."""
+    programs = data_dir / "programs" / "LogicalDeduction_dev_gpt-4.json"
+    done = _python(
+        prelude + "import sys\n"
+        "from logicpipe import __main__ as command\n"
+        f"command._leave = lambda code: print('exit', code, {probe})\n"
+        f"sys.argv = ['logicpipe', 'run', '-d', 'logicaldeduction', '--data-dir', {str(data_dir)!r}, '--limit', '3',\n"
+        f"            '--programs', {str(programs)!r}, '--out', {str(out)!r}]\n"
+        "command.main()\n")
+    assert done.returncode == 0, done.stderr
+    solved = [json.loads(line) for line in (out / "logicaldeduction" / "solve.jsonl").read_text().splitlines()]
+    assert len(solved) == 3 and all(record["verdict"] and record["verdict"] in "ABCDE" for record in solved)
+    return done.stdout.splitlines()[-1]
+
+
 def test_a_run_leaves_its_solvers_library_to_the_workers(data_dir, tmp_path):
     # The command checks that python-constraint is installed without importing it (10-30 ms on its
     # path); its workers import it (tests/run/test_local.py), and solve.
-    programs = data_dir / "programs" / "LogicalDeduction_dev_gpt-4.json"
-    done = _python(
-        "import sys\n"
-        "from logicpipe import __main__ as command\n"
-        "command._leave = lambda code: print('exit', code, 'constraint' in sys.modules)\n"
-        f"sys.argv = ['logicpipe', 'run', '-d', 'logicaldeduction', '--data-dir', {str(data_dir)!r}, '--limit', '3',\n"
-        f"            '--programs', {str(programs)!r}, '--out', {str(tmp_path)!r}]\n"
-        "command.main()\n")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "exit 0 False"
-    solved = [json.loads(line) for line in (tmp_path / "logicaldeduction" / "solve.jsonl").read_text().splitlines()]
-    assert len(solved) == 3 and all(record["verdict"] and record["verdict"] in "ABCDE" for record in solved)
+    assert _run_command(data_dir, tmp_path, "'constraint' in sys.modules") == "exit 0 False"
 
 
 _TRACKERS = (
@@ -115,17 +121,7 @@ _TRACKERS = (
 def test_the_command_starts_its_workers_without_a_resource_tracker(data_dir, tmp_path):
     # Python would start one with the fork server: a third process at every start, watching nothing
     # the pool makes. The run still solves; the same probe finds the tracker Python starts otherwise.
-    programs = data_dir / "programs" / "LogicalDeduction_dev_gpt-4.json"
-    done = _python(
-        _TRACKERS + "import sys\n"
-        "from logicpipe import __main__ as command\n"
-        "command._leave = lambda code: print('exit', code, len(trackers()))\n"
-        f"sys.argv = ['logicpipe', 'run', '-d', 'logicaldeduction', '--data-dir', {str(data_dir)!r}, '--limit', '3',\n"
-        f"            '--programs', {str(programs)!r}, '--out', {str(tmp_path)!r}]\n"
-        "command.main()\n")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.splitlines()[-1] == "exit 0 0"
-    assert len((tmp_path / "logicaldeduction" / "solve.jsonl").read_text().splitlines()) == 3
+    assert _run_command(data_dir, tmp_path, "len(trackers())", prelude=_TRACKERS) == "exit 0 0"
     usual = _python(_TRACKERS + "from multiprocessing import resource_tracker\n"
                     "resource_tracker.ensure_running()\nprint(len(trackers()))\n")
     assert usual.returncode == 0 and usual.stdout.split() == ["1"], usual.stderr
