@@ -9,6 +9,7 @@ overrun kills it, and the next program starts a fresh one.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import select
@@ -110,3 +111,12 @@ def run_program(program: str, seconds: float, stack_mb: int) -> str:
         if _engine is engine:
             _engine = None
         raise
+
+
+@atexit.register
+def _close_at_exit() -> None:
+    """A process that ends normally (solving in process: the tests, a library caller) stops its engine
+    and closes its pipes and error file, rather than leave them to be found open as the interpreter
+    ends. A worker ends with os._exit, which runs no exit handler: its engine dies with it."""
+    if _engine is not None and _engine.owner == os.getpid():
+        _engine.close()

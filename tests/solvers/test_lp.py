@@ -245,6 +245,26 @@ def test_an_overrun_kills_the_engine_and_the_next_program_gets_a_new_one():
     assert run("Facts:\nA(a, True)", "A(a, True)").verdict == "True"
 
 
+def test_a_process_that_solved_in_process_ends_with_its_engine_stopped():
+    # Python's development mode reports a subprocess still running, and pipes and files left open, as
+    # the interpreter ends: none of the engine's is (the engine is stopped at exit), and it is gone.
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    program = f"{HEAD}Facts:\nA(a, True)\nQuery:\nA(a, True)\n"
+    code = ("from logicpipe.solvers import execute_task, lp_prolog\n"
+            f"print(execute_task({{'solver': 'lp', 'program': {program!r}}}).verdict)\n"
+            "print(lp_prolog._engine.process.pid)\n")
+    done = subprocess.run([sys.executable, "-X", "dev", "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    verdict, pid = done.stdout.split()
+    assert verdict == "True"
+    assert "ResourceWarning" not in done.stderr, done.stderr
+    status = Path(f"/proc/{pid}/status")
+    assert not status.exists() or "zombie" in status.read_text()
+
+
 def test_engine_dies_with_its_parent():
     import signal
     import subprocess
