@@ -34,8 +34,8 @@ class Solver(Protocol):
         """Raise PrerequisiteError when a binary or package the solver needs is missing. Cheap: the
         command runs it before it writes anything, and needs no solver library itself (a package is
         looked for, not imported: `installed`). A solver may also define `load()`, which imports what
-        `execute` needs (raising PrerequisiteError when it cannot): each worker runs it once before its
-        first call, so that no call's time bound pays for the import."""
+        `execute` needs (raising PrerequisiteError when it cannot): each worker of the local pool runs it
+        once before its first call (solvers.loaded_solver), so no call's time bound pays for the import."""
 
     def parse(self, text: str) -> Any:
         """Parse program text into a typed program; raise ProgramParseError with line and reason."""
