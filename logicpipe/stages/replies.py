@@ -70,12 +70,15 @@ _ANOTHER = re.compile(r"\s*(?:,|/|&|(?i:or|and)\b)\s*(?i:(?:option|choice)\s+)?\
 _LETTER_END = re.compile(r"^\s*[).:\-]?\s*")
 # LaTeX, as math-tuned models box their final answer: "$\boxed{B}$".
 _BOXED = re.compile(r"\$*\\boxed\{\s*(\(?[A-Z]\)?)\s*\}\$*")
+# A reply that opens with an option letter and a bracket: "A) because of the rules", "(A) since ...".
+_LEADING = re.compile(r"\(?[A-Z]\)")
 
 
 def read_answer(text: str, options: list[str]) -> Reading:
     """The option a Standard or CoT reply settles on: the answer after its last cue ("The correct option
     is:", "The answer is", "Answer:", ...) that names an option, else the reply's last or first line if
-    it is nothing but an option ("B", "(B)", "B) False", "False"). An answer naming two options, an
+    it is nothing but an option ("B", "(B)", "B) False", "False"), else the letter the reply opens
+    with ("A) because ..."), as Logic-LM's scorer reads it. An answer naming two options, an
     option outside the answer space, or a letter with another option's text is no answer, with the reason."""
     if not text.strip():
         return Reading(None, "the reply is empty")
@@ -90,6 +93,14 @@ def read_answer(text: str, options: list[str]) -> Reading:
     lines = [line.strip(" \t*_`") for line in text.strip().splitlines() if line.strip(" \t*_`")]
     for line in dict.fromkeys([lines[-1], lines[0]]) if lines else []:
         reading = _read_span(line, options, letters, whole=True)
+        if reading is not None:
+            return reading
+    # Logic-LM's baseline scorer (baselines/evaluation.py) reads a reply that starts with "A)" as A, with
+    # whatever reasoning follows. It is read last: a cue or a last line that names an option is the
+    # reply's later word and wins over its opening. Only "A)" and "(A)" count, not a bare "A" or "A.",
+    # which also open ordinary sentences ("A man walks ...", "A. Smith said ...").
+    if lines and _LEADING.match(lines[0]):
+        reading = _read_span(lines[0], options, letters)
         if reading is not None:
             return reading
     return Reading(None, "the reply names no option (no 'The correct option is: X', 'The answer is X', "
