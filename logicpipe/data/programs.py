@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..core.errors import DataError
+from .program_files import WrittenPrograms, index_written, is_written
 
 _BLOCK = 1 << 22
 _SPACE = " \t\n\r"
@@ -64,8 +65,10 @@ class Programs:
         return found
 
 
-def index_programs(path: Path) -> Programs:
+def index_programs(path: Path) -> Programs | WrittenPrograms:
     """The programs file, indexed once for as long as it is unchanged; a bad file is one DataError."""
+    if is_written(path):  # a JSONL file or a folder of programs a person wrote
+        return index_written(path)
     if not path.exists():
         raise DataError(f"programs file {path} not found")
     stat = path.stat()

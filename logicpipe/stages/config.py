@@ -216,14 +216,12 @@ class RunConfig(TaskOptions):
     @field_validator("programs")
     @classmethod
     def _programs(cls, value: Path | None) -> Path | None:
-        """The file is checked and indexed now (the index is kept for formulate), so a wrong one stops the run here."""
+        """The file (or folder) is checked and indexed now (the index is kept for formulate), so a wrong one
+        stops the run here."""
         if value is None:
             return None
-        if value.is_dir():
-            raise ValueError(f"{value} is a folder; give a Logic-LM programs file (a JSON list of records "
-                             "with id and raw_logic_programs), e.g. programs/ProntoQA_dev_gpt-4.json")
         try:
-            index_programs(value)
+            index_programs(value)  # Logic-LM's JSON, a JSONL file or a folder of program files
         except DataError as exc:
             raise ValueError(str(exc)) from None
         except OSError as exc:

@@ -20,10 +20,15 @@ SEMANTIC = ("revise", "compare")  # the prompts semantic refinement adds
 
 
 def file_sha256(path: Path) -> str:
+    """The file's digest; for a folder of programs, of each file's name and bytes (the names are ids)."""
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:  # a block at a time: a million programs are a gigabyte
-        while block := handle.read(1 << 20):
-            digest.update(block)
+    files = sorted(f for f in path.iterdir() if not f.name.startswith(".")) if path.is_dir() else [path]
+    for file in files:
+        if path.is_dir():
+            digest.update(file.name.encode() + b"\0" + str(file.stat().st_size).encode() + b"\0")
+        with open(file, "rb") as handle:  # a block at a time: a million programs are a gigabyte
+            while block := handle.read(1 << 20):
+                digest.update(block)
     return digest.hexdigest()
 
 

@@ -12,7 +12,8 @@ from ..core.errors import DataError, UsageError
 from ..core.records import InterpretRecord, Problem
 from ..core.task import Task
 from ..core.trajectory import Trajectory
-from ..data import ProblemSet, index_problems, index_programs
+from ..data import ProblemSet, Programs, index_problems, index_programs
+from ..data.program_files import WrittenPrograms
 from ..llm import api_key
 from ..llm.grammars import LANGUAGES
 from ..prompts import PromptSet
@@ -81,6 +82,7 @@ def _check(config: RunConfig, stages: list[str], problems: ProblemSet, prompts: 
             raise UsageError("formulate needs --programs FILE (replay) or --model NAME (an LLM writes the programs)")
         if config.programs is not None:
             known = index_programs(config.programs)
+            _check_written(config, known, task)
             if len(known) and not any(identifier in known for identifier in problems.ids):
                 raise DataError(f"{config.programs} has no program for any {task.name}/{task.split} problem "
                                 "(is it the right dataset?)")
@@ -100,6 +102,16 @@ def _check(config: RunConfig, stages: list[str], problems: ProblemSet, prompts: 
     if config.backup == "cot" and "interpret" in stages:
         prompts.get("cot")
     prompts.check_overrides(_templates(config, stages, task))
+
+
+def _check_written(config: RunConfig, programs: Programs | WrittenPrograms, task: Task) -> None:
+    """A program a person wrote for no problem of the task is a typo (a released file covers a split,
+    and --limit or --ids leave some of it out): say where, against every id of the split."""
+    if isinstance(programs, WrittenPrograms):
+        every = set(index_problems(config.spec, config.split, config.data_dir).ids)
+        unknown = programs.unknown(every)
+        if unknown is not None:
+            raise DataError(f"{unknown} in {task.name}/{task.split}")
 
 
 def _check_prompt(config: RunConfig, prompts: PromptSet, task: Task) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..data import load_programs
+from ..data.program_files import is_written
 from ..llm.declared import HEADERS
 
 
@@ -211,11 +212,14 @@ class ScriptedReplies:
 
     @classmethod
     def from_logic_lm(cls, programs_file: Path, **kwargs) -> ScriptedReplies:
-        """Replies from a programs file (`logicpipe run --programs`'s format: a JSON list of records with
-        id and raw_logic_programs, and the answer the baselines give where a record has one)."""
+        """Replies from programs as `logicpipe run --programs` reads them (a JSON list of records with id
+        and raw_logic_programs, and the answer the baselines give where a record has one; or a JSONL
+        file or folder a person wrote, which hold programs only)."""
         programs = {key: [text] for key, text in load_programs(programs_file).items()}
-        records = json.loads(programs_file.read_text())  # load_programs has checked it is a list of records
-        answers = {str(r["id"]): r["answer"] for r in records if isinstance(r.get("answer"), str)}
+        answers: dict[str, str] = {}
+        if not is_written(programs_file):  # load_programs has checked it is a list of records
+            records = json.loads(programs_file.read_text())
+            answers = {str(r["id"]): r["answer"] for r in records if isinstance(r.get("answer"), str)}
         return cls(programs, answers=answers, **kwargs)
 
     def __call__(self, body: dict) -> str:

@@ -19,9 +19,37 @@ def programs_file(tmp_path, value):
     return str(path)
 
 
+def written(tmp_path, lines=None, files=None):
+    """Programs as a person writes them: JSONL lines (objects, or raw text), or a folder of files."""
+    if lines is not None:
+        path = tmp_path / "programs.jsonl"
+        path.write_text("".join((line if isinstance(line, str) else json.dumps(line)) + "\n" for line in lines))
+        return str(path)
+    folder = tmp_path / "programs"
+    folder.mkdir()
+    for name, text in (files or {}).items():
+        (folder / name).write_text(text)
+    return str(folder)
+
+
 CASES = {
-    "a folder as programs": (lambda tmp, real: ["--programs", str(tmp)],
-                             "--programs: {tmp} is a folder; give a Logic-LM programs file"),
+    "an empty folder as programs": (lambda tmp, real: ["--programs", written(tmp, files={})],
+                                    "--programs: {tmp}/programs: an empty folder (expected one <id>.<ext> file"),
+    "a JSONL line without a program": (
+        lambda tmp, real: ["--programs", written(tmp, [{"id": "ProntoQA_1", "program": "Facts:"}, {"id": "ProntoQA_2"}])],
+        '--programs: {tmp}/programs.jsonl:2: expected an object with "id" and "program"'),
+    "a JSONL line that is no JSON": (lambda tmp, real: ["--programs", written(tmp, ["", "Predicates: x"])],
+                                     "--programs: {tmp}/programs.jsonl:2: malformed JSON"),
+    "a JSONL id that is no problem": (
+        lambda tmp, real: ["--programs", written(tmp, [{"id": "ProntoQA_1", "program": "Facts:"},
+                                                       {"id": "ProntoQA_0", "program": "Facts:"}])],
+        "{tmp}/programs.jsonl:2: no problem 'ProntoQA_0' in ProntoQA/dev"),
+    "a JSONL id written twice": (
+        lambda tmp, real: ["--programs", written(tmp, [{"id": 1, "program": "a"}, {"id": "1", "program": "b"}])],
+        "{tmp}/programs.jsonl:2: a second program for '1' (the first is {tmp}/programs.jsonl:1)"),
+    "a file whose stem is no problem": (
+        lambda tmp, real: ["--programs", written(tmp, files={"ProntoQA_1.lp": "Facts:", "notes.txt": "todo"})],
+        "{tmp}/programs/notes.txt: no problem 'notes' in ProntoQA/dev"),
     "a string where the list belongs": (lambda tmp, real: ["--programs", programs_file(tmp, "Predicates: x")],
                                         "raw_logic_programs is a string; it must be a list of program texts"),
     "a number where a program belongs": (lambda tmp, real: ["--programs", programs_file(tmp, [42])],
