@@ -78,7 +78,7 @@ def _options(
     data_dir: Optional[Path] = DATA_DIR,
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help="only the first N problems"),
     workers: int = WORKERS,
-    programs: Optional[Path] = typer.Option(None, "--programs", help="replay a Logic-LM raw_logic_programs JSON file"),
+    programs: Optional[Path] = typer.Option(None, "--programs", help="replay programs: Logic-LM's JSON file, a JSONL file of {id, program} or a folder of <id>.<ext> files"),
     backup: str = typer.Option("random", "--backup", help="answer when no program executed: random|cot|none"),
     seed: int = typer.Option(0, "--seed", help="seed for the random backup"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds per solver call (default: per dataset)"),
@@ -376,6 +376,21 @@ def failures(run_dir: Path = typer.Argument(..., help="a run directory (the --ou
     for row in rows:
         table.add_row(row["id"], row["dataset"], row["category"], row["message"])
     stdout.print(table, markup=False, highlight=False)  # one line per problem
+
+
+@app.command()
+def export(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
+           programs: Path = typer.Option(..., "--programs", help="JSON file to write: the final programs in Logic-LM's format"),
+           dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several")) -> None:
+    """Write a run's final programs (after refinement) in Logic-LM's format, to share or replay with
+    `logicpipe run --programs FILE` (no model needed)."""
+    from .report.export import export_programs
+
+    done = export_programs(run_dir, programs, dataset)
+    for warning in done.warnings:
+        console.print(f"warning: {warning}", markup=False, highlight=False)
+    console.print(f"wrote {done.programs} programs of {done.problems} {done.dataset} problems to {done.path}",
+                  markup=False, highlight=False)
 
 
 @app.command()
