@@ -10,7 +10,6 @@ import os
 import string
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from ..core.errors import DataError, UsageError, did_you_mean
 from ..core.records import Problem
@@ -18,6 +17,7 @@ from ..solvers.base import option_letters
 from .fetch import cached_file
 from .programs import index_programs
 from .registry import DatasetSpec, source
+from .text import parse_json, read_text
 
 DATA_ENV = "LOGICPIPE_DATA"
 
@@ -89,23 +89,6 @@ def read_rows(spec: DatasetSpec, split: str, data_dir: Path | str | None) -> tup
     if src.format == "csv":
         return [dict(row) for row in csv.DictReader(io.StringIO(read_text(path), newline=""))], str(path)
     return _json_rows(path, src.records), str(path)
-
-
-def read_text(path: Path) -> str:
-    """A user's data file as text; a file that is not UTF-8 (binary, UTF-16) is one clear DataError."""
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as exc:
-        raise DataError(f"{path}: not UTF-8 text (byte {exc.start}); is it binary, or UTF-16?") from None
-
-
-def parse_json(text: str, where: str) -> Any:
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise DataError(f"{where}: malformed JSON at line {exc.lineno} ({exc.msg})") from None
-    except RecursionError:
-        raise DataError(f"{where}: JSON nested too deeply to read") from None
 
 
 def _json_rows(path: Path, key: str | None) -> list[dict]:

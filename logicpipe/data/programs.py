@@ -19,6 +19,7 @@ from typing import Any, BinaryIO
 
 from ..core.errors import DataError
 from .program_files import WrittenPrograms, index_written, is_written
+from .text import parse_json, read_text
 
 _BLOCK = 1 << 22
 _SPACE = " \t\n\r"
@@ -80,12 +81,7 @@ def _index(path: Path, mtime_ns: int, size: int) -> Programs:
     programs = Programs(path)
     try:
         _check(path, _records(path), programs)
-    except _Irregular:
-        from .loaders import (  # the whole-file reader names the mistake, as it always did
-            parse_json,
-            read_text,
-        )
-
+    except _Irregular:  # the whole-file reader names the mistake, as it always did
         raw = parse_json(read_text(path), str(path))
         if not isinstance(raw, list):
             raise DataError(f"{path}: expected a JSON list of records with 'id' and 'raw_logic_programs'") from None
