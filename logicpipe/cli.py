@@ -523,28 +523,38 @@ def _render_optimize(result) -> None:
 
 
 @app.command("serve-scripted")
-def serve_scripted(programs: Path = typer.Option(..., "--programs", help="the replies: a programs file as `run --programs` reads (JSON list of {id, raw_logic_programs})"),
+def serve_scripted(programs: Optional[Path] = typer.Option(None, "--programs", help="programs as `run --programs` reads them (Logic-LM's JSON, a JSONL file or a folder), served by problem id"),
                    repairs: Optional[Path] = typer.Option(None, "--repairs", help="JSON object: text in a broken program -> the program refinement answers with"),
+                   kb_replies: list[Path] = typer.Option([], "--kb-replies", help="JSONL for kb ask (question, goals, answer) and kb validate (answer, claims), e.g. examples/kb/questions.jsonl (repeatable)"),
                    port: int = typer.Option(0, "--port", help="port on 127.0.0.1 (0: a free one)")) -> None:
     """Serve canned model replies on 127.0.0.1 (an OpenAI-compatible endpoint) to dry-run a task with
-    `logicpipe run --model scripted --base-url URL`: each problem gets its program from the file."""
+    `logicpipe run --model scripted --base-url URL` (each problem gets its program from --programs), or
+    `logicpipe kb ask`/`kb validate` the same way (goals, answers and claims from --kb-replies)."""
 
     from .core.errors import UsageError
     from .data.loaders import parse_json, read_text
     from .testing import FakeOpenAI, ScriptedReplies
+    from .testing.kb_replies import read_kb_replies
 
+    if programs is None and not kb_replies:
+        raise UsageError("give --programs FILE (for run) or --kb-replies FILE (for kb ask and kb validate), or both")
     fixes = parse_json(read_text(repairs), str(repairs)) if repairs is not None else {}
     if not isinstance(fixes, dict) or not all(isinstance(v, str) for v in fixes.values()):
         raise UsageError(f"{repairs}: expected a JSON object of text in a broken program -> repaired program")
-    replies = ScriptedReplies.from_logic_lm(programs, repairs=fixes)
+    kb = read_kb_replies(kb_replies) if kb_replies else None
+    replies = ScriptedReplies.from_logic_lm(programs, repairs=fixes, kb=kb) if programs is not None \
+        else ScriptedReplies({}, repairs=fixes, kb=kb)
     try:
         server = FakeOpenAI(replies, port=port)
     except OSError as exc:
         raise UsageError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}") from None
+    served = [f"{len(replies.programs)} programs"] if programs is not None else []
+    served += [f"{len(kb)} kb replies"] if kb is not None else []
+    tries = ["logicpipe run --model scripted --base-url {url} ..."] if programs is not None else []
+    tries += ["logicpipe kb ask KB QUESTION --model scripted --base-url {url}"] if kb is not None else []
     with server:
-        console.print(f"serving {len(replies.programs)} programs at {server.url} (Ctrl-C stops); "
-                      f"dry-run with: logicpipe run --model scripted --base-url {server.url} ...",
-                      markup=False, highlight=False)
+        console.print(f"serving {' and '.join(served)} at {server.url} (Ctrl-C stops); dry-run with: "
+                      + "; ".join(t.format(url=server.url) for t in tries), markup=False, highlight=False)
         try:
             threading.Event().wait()
         except KeyboardInterrupt:

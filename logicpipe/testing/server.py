@@ -20,6 +20,9 @@ from typing import Any
 from ..data import load_programs
 from ..data.program_files import is_written
 from ..llm.declared import HEADERS
+from .kb_replies import KBReplies
+
+KB_PURPOSES = ("kb-goals", "kb-context", "kb-answer", "kb-claims")  # what kb ask and kb validate send
 
 
 @dataclass
@@ -198,15 +201,17 @@ def declarations(text: str) -> str:
 
 class ScriptedReplies:
     """Replies for logicpipe's requests, routed on the request's purpose and problem id (the
-    X-Logicpipe-* headers): the problem's program for formulate, a scripted repair for refine, and a
-    given option letter for the Standard and CoT questions. A problem may have several programs,
+    X-Logicpipe-* headers): the problem's program for formulate, a scripted repair for refine, a
+    given option letter for the Standard and CoT questions, and for kb ask and kb validate what
+    `kb` scripts for the question or answer (kb_replies.py). A problem may have several programs,
     served in turn (samples differ, as at temperature > 0)."""
 
     def __init__(self, programs: dict[str, list[str]], answers: dict[str, str] | None = None,
-                 repairs: dict[str, str] | None = None):
+                 repairs: dict[str, str] | None = None, kb: KBReplies | None = None):
         self.programs = programs  # problem id -> programs, served in rotation
         self.answers = answers or {}  # problem id -> option letter
         self.repairs = repairs or {}  # text in the broken program -> repaired program
+        self.kb = kb  # kb ask's goals, contexts and answers, and kb validate's claims
         self._served: dict[str, int] = defaultdict(int)
         self._lock = threading.Lock()
 
@@ -225,6 +230,8 @@ class ScriptedReplies:
     def __call__(self, body: dict) -> str:
         meta = body.get("_logicpipe", {})
         purpose, problem = meta.get("purpose", ""), meta.get("problem", "")
+        if purpose in KB_PURPOSES and self.kb is not None:
+            return self.kb.reply(purpose, problem, body)
         if purpose == "refine":
             user = body["messages"][-1]["content"]
             for marker, repaired in self.repairs.items():
