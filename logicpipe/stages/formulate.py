@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from ..core.errors import LLMError
+from ..core.jsonl import MAX_RECORD_BYTES
 from ..core.records import ErrorCategory, FormulateRecord, StageError, stage_error
 from ..core.trajectory import Trajectory
 from ..data import index_programs
@@ -18,6 +20,9 @@ from .llmcalls import Result, send, usage
 from .replies import NO_PROGRAM, read_program
 
 NAME = "formulate"
+# The largest replayed program (as JSON) a formulate record can hold beside its other fields: a third of
+# a record, as llm/client.py's text_bound(1) (not imported: a replay loads no model client).
+MAX_REPLAYED_BYTES = MAX_RECORD_BYTES // 3
 Write = Callable[[Trajectory, FormulateRecord], None]
 
 
@@ -49,6 +54,11 @@ def _replay(ctx: RunContext, path: Path, todo: list[Trajectory], write: Write) -
         text = programs.get(trajectory.id)
         error = None if text else StageError(category=ErrorCategory.no_program,
                                              message=f"no program for this id in {path.name}")
+        size = len(json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")) if text else 0
+        if size > MAX_REPLAYED_BYTES:  # it could not be written: this problem's error, the others go on
+            text, error = None, StageError(category=ErrorCategory.no_program, message=(
+                f"the program in {path.name} is {size} bytes, over the {MAX_REPLAYED_BYTES}-byte bound of a "
+                "record; it is not run"))
         write(trajectory, FormulateRecord(id=trajectory.id, dataset=ctx.task.dataset, program=text,
                                           source=f"replay:{path.name}", error=error))
 
