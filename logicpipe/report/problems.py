@@ -58,6 +58,7 @@ def load_recorded_problems(recorded: Recorded, task: DatasetSpec | None, data_di
         warnings.append(f"{recorded.key}: the task file changed since the run (its digest is not run.json's); "
                         "the problems shown are the file's as it is now")
     split = split_of(recorded)
+    data_dir = data_dir if data_dir is not None else _recorded_data(recorded)
     if spec.source.format == "logic-lm" and spec.source.path is None and data_root(data_dir) is None:
         cached = cache_dir() / "logic-lm" / source().commit / f"data/{spec.name}/{split}.json"
         if not cached.exists():
@@ -66,3 +67,10 @@ def load_recorded_problems(recorded: Recorded, task: DatasetSpec | None, data_di
         return {p.id: p for p in load_problems(spec, split, data_dir)}
     wanted = set(ids)  # the split is checked as a run checks it, and only these problems are read
     return {p.id: p for p in index_problems(spec, split, data_dir).keep(wanted.__contains__)}
+
+
+def _recorded_data(recorded: Recorded) -> str | None:
+    """The data folder the run read (run.json names it since it was recorded), while it is still there;
+    else None: LOGICPIPE_DATA, then the download cache."""
+    used = recorded.identity.get("data_dir")
+    return used if isinstance(used, str) and Path(used).is_dir() else None

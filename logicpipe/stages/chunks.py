@@ -27,7 +27,7 @@ from ..core.records import (
     SolveRecord,
 )
 from ..core.trajectory import Trajectory
-from ..run.folder import RunFolder
+from ..run.folder import NOTES, RunFolder
 from .context import StageReport
 
 FILE = "chunks.jsonl"
@@ -43,8 +43,8 @@ def chunk_key(ids: list[str], answers: list[str | None]) -> str:
 
 def stamp(identity: dict[str, Any]) -> str:
     """The run's identity (run.json as it now stands): a chunk noted under another is not skipped. Where
-    the task file lies is no part of it (a moved task file resumes as it was)."""
-    decides = {key: value for key, value in identity.items() if key != "task_file"}
+    the task file or data folder lies is no part of it (a moved one resumes as it was)."""
+    decides = {key: value for key, value in identity.items() if key not in NOTES}
     return hashlib.sha256(json.dumps(decides, sort_keys=True).encode()).hexdigest()
 
 

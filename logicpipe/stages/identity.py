@@ -12,8 +12,11 @@ from typing import Any
 
 from .. import __version__
 from ..core.records import text_sha
+from ..data.loaders import data_root
 from ..llm.constrain import grammar_hash
 from ..prompts import Prompt
+from ..run.folder import NOTES
+from .config import RunConfig
 from .context import RunContext
 
 SEMANTIC = ("revise", "compare")  # the prompts semantic refinement adds
@@ -87,6 +90,16 @@ def _constraint(ctx: RunContext) -> dict[str, Any]:
             "grammar_sha256": grammar_hash(ctx.task.solver, ctx.config.max_tokens)}
 
 
+def data_folder(config: RunConfig) -> str | None:
+    """The Logic-LM data folder (absolute) the run reads its problems from, or None: the download cache,
+    or a task whose data lies beside its file."""
+    spec = config.spec
+    if spec.source.format != "logic-lm" or spec.source.path is not None:
+        return None
+    root = data_root(config.data_dir)
+    return str(root.resolve()) if root is not None else None
+
+
 def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
     """Refuse a run whose options differ from what made the folder's records; then record them and
     return the folder's whole identity."""
@@ -96,6 +109,9 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
         wanted["task"] = ctx.task.definition
         if ctx.config.task is not None:  # where `view` and `explain` find the task (not part of identity)
             wanted["task_file"] = str(ctx.config.task.expanduser().resolve())
+    used = data_folder(ctx.config)
+    if used is not None:  # where `view` and `explain` find the problem texts (not part of identity)
+        wanted["data_dir"] = used
     if ctx.config.other_formalism is not None:  # absent for the task's own, so older run.json files still match
         wanted["formalism"] = ctx.config.other_formalism
     if ctx.config.ids is not None:  # a chosen subset (an optimiser's minibatch): only that subset resumes here
@@ -110,4 +126,4 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
     # Nothing was refined yet: a run may now add a refinement model.
     unrefined = recorded.get("refine") == {"model": None} and not any(folder.path.glob("refine-*.jsonl"))
     return folder.settle(wanted, always=("ids", "exclude_ids", "formalism"), fresh=("refine",) if unrefined else (),
-                         notes=("task_file",))
+                         notes=NOTES)

@@ -7,6 +7,7 @@ from html import escape
 from importlib import resources
 from pathlib import Path
 
+from ...core.errors import UsageError
 from .charts import failure_chart, rate_chart
 from .run import RunView, load_run
 
@@ -38,7 +39,13 @@ def write_html(run_dir: Path, out: Path | None = None, data_dir: Path | str | No
     `offset + limit` of each dataset in run order (limit 0: all of them)."""
     target = out or run_dir / "report.html"
     window = slice(offset, offset + limit if limit else None)
-    html = render_html(load_run(run_dir, data_dir, task=task, window=window))
+    view = load_run(run_dir, data_dir, task=task, window=window)
+    if offset and view.datasets and not any(entry["shown"] for entry in view.datasets):
+        # A page of no problems would replace the one already there: refused before anything is written.
+        sizes = ", ".join(f"{entry['key']} has {entry['problems']:,}" for entry in view.datasets)
+        raise UsageError(f"--offset {offset} is past the end of the run ({sizes} problems); give an offset "
+                         f"below that, or none ({target} is left as it was)")
+    html = render_html(view)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(html, encoding="utf-8")
     return target

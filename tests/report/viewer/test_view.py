@@ -85,8 +85,11 @@ def test_a_dataset_directory_can_be_viewed_alone(viewer_run, tmp_path):
 
 
 def test_without_data_the_page_shows_what_records_hold(viewer_run, tmp_path):
-    page = tmp_path / "page.html"
-    view(viewer_run, "--out", str(page), env={"LOGICPIPE_DATA": ""})
+    run, page = tmp_path / "run", tmp_path / "page.html"
+    shutil.copytree(viewer_run / "logicaldeduction", run / "logicaldeduction")
+    identity = run / "logicaldeduction" / "run.json"  # the data folder it names is gone
+    identity.write_text(json.dumps({**json.loads(identity.read_text()), "data_dir": str(tmp_path / "gone")}))
+    view(run, "--out", str(page), env={"LOGICPIPE_DATA": ""})
     problem = by_id(payload(page.read_text())["problems"], "logical_deduction_0")
     assert problem["context"] is None and problem["gold"] == "D" and problem["rounds"][0]["program"]
 
