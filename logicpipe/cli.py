@@ -400,7 +400,8 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
               limit: Optional[int] = typer.Option(None, "--limit", "-n", help="only the first N problems per file"),
               model: Optional[str] = typer.Option(None, "--model", "-m", help="also run the Standard and CoT baselines"),
               base_url: Optional[str] = BASE_URL,
-              max_concurrency: int = MAX_CONCURRENCY) -> None:
+              max_concurrency: int = MAX_CONCURRENCY,
+              overwrite: bool = typer.Option(False, "--overwrite", help="discard the earlier replays in OUT and start afresh (needed to change --limit)")) -> None:
     """Replay every released Logic-LM program file; write table3/table2 (.md, .csv, .json) and accuracy.png."""
     from .report.reproduce import reproduce as reproduce_all
 
@@ -412,7 +413,8 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
         console.print(f"replaying {text}", markup=False, highlight=False, soft_wrap=True)
 
     with bar:
-        result = reproduce_all(out, data_dir, workers, update, llm=llm, limit=limit, label=label)
+        result = reproduce_all(out, data_dir, workers, update, llm=llm, limit=limit, label=label,
+                               overwrite=overwrite)
     for table in ("table3.md", "table2.md"):
         stdout.print((out / table).read_text(), markup=False, highlight=False, soft_wrap=True)
     stdout.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "

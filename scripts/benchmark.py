@@ -14,6 +14,8 @@ import json
 import time
 from pathlib import Path
 
+from shared_data import use_shared_data
+
 from logicpipe.data import DatasetSpec, get_dataset, resolve_file
 from logicpipe.data.loaders import data_root
 from logicpipe.run.pool import SolverCall, WorkerPool
@@ -90,6 +92,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="first N problems of each file")
     parser.add_argument("--rounds", type=int, default=2, help="report the best of this many rounds")
     args = parser.parse_args()
+    use_shared_data()  # a fresh shell finds ../shared/logic-lm as `make` does
     counts = [int(w) for w in args.workers.split(",")]
     work = [(spec, tasks_for(spec, path, args.limit)) for spec, path in released(args.data_dir, args.datasets, args.model)]
     start = time.perf_counter()

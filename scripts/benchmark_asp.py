@@ -15,6 +15,8 @@ import sys
 import time
 from pathlib import Path
 
+from shared_data import use_shared_data
+
 from logicpipe.data.loaders import data_root
 from logicpipe.solvers import execute_task
 
@@ -43,6 +45,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--rounds", type=int, default=5)
     args = parser.parse_args()
+    use_shared_data()  # a fresh shell finds ../shared/logic-lm as `make` does
     own = {r["id"]: r["raw_logic_programs"][0] for r in json.loads(OWN.read_text())}
     root = data_root(args.data_dir)
     released = {r["id"]: r["raw_logic_programs"][0] for r in

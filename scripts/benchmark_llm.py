@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from shared_data import use_shared_data
+
 from logicpipe.data import resolve_file
 from logicpipe.stages import RunConfig, problems_for, run_stages
 from logicpipe.testing import FakeOpenAI, ScriptedReplies
@@ -31,6 +33,7 @@ def main() -> None:
     parser.add_argument("--stream-dataset", default="folio")
     parser.add_argument("--workers", type=int, default=1)
     args = parser.parse_args()
+    use_shared_data()  # a fresh shell finds ../shared/logic-lm as `make` does
     import openai  # noqa: F401 - imported once here so no timed run pays for it
     replies = ScriptedReplies.from_logic_lm(resolve_file("programs/LogicalDeduction_dev_gpt-4.json", args.data_dir))
     print(f"{'concurrency':>11}{'problems':>10}{'requests':>10}{'wall s':>9}{'ideal s':>9}{'overhead':>10}")

@@ -14,6 +14,8 @@ import json
 import time
 from pathlib import Path
 
+from shared_data import use_shared_data
+
 from logicpipe.data import resolve_file
 from logicpipe.solvers import SolverOutcome, execute_task, lp_prolog
 
@@ -38,6 +40,7 @@ def main() -> None:
     parser.add_argument("--data-dir", type=Path, default=None)
     parser.add_argument("--models", default="gpt-4")
     args = parser.parse_args()
+    use_shared_data()  # a fresh shell finds ../shared/logic-lm as `make` does
     print(f"{'file':<40}{'programs':>9}{'fresh/s':>9}{'engine/s':>10}{'speed-up':>10}{'py cpu ms':>11}")
     for dataset in ("ProntoQA", "ProofWriter"):
         for model in args.models.split(","):

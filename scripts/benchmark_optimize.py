@@ -66,6 +66,8 @@ from collections import Counter
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
+from shared_data import use_shared_data
+
 from logicpipe.data import load_problems
 from logicpipe.data.loaders import data_root
 from logicpipe.data.registry import get_dataset
@@ -423,6 +425,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="seeds run at once, each in its own process")
     parser.add_argument("--out", type=Path, default=None, help="keep the runs here (default: a temporary folder)")
     args = parser.parse_args()
+    use_shared_data()  # a fresh shell finds ../shared/logic-lm as `make` does
     root = data_root(args.data_dir)
     if root is None:
         raise SystemExit("error: give --data-dir or set LOGICPIPE_DATA to the Logic-LM data directory")

@@ -34,6 +34,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from shared_data import use_shared_data
+
 from logicpipe.data import get_dataset
 from logicpipe.llm.constrain import Constraint, grammar_for
 from logicpipe.llm.declared import phased
@@ -57,6 +59,7 @@ def main() -> None:
     parser.add_argument("--datasets", default=",".join(PROBLEMS))
     parser.add_argument("--modes", default="free,one-phase,constrained")
     args = parser.parse_args()
+    use_shared_data()  # a fresh shell finds ../shared/logic-lm as `make` does
     reason = missing()
     model = smollm2_gguf()
     if reason is not None or model is None:

@@ -35,6 +35,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from shared_data import use_shared_data
+
 from logicpipe.data import get_dataset
 from logicpipe.data.loaders import data_root
 
@@ -116,6 +118,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--data-dir", type=Path, default=None)
     args = parser.parse_args()
+    use_shared_data()  # a fresh shell finds ../shared/logic-lm as `make` does
     root = data_root(args.data_dir)
     if root is None:
         raise SystemExit("give --data-dir or set LOGICPIPE_DATA to the Logic-LM data directory")

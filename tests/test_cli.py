@@ -170,6 +170,19 @@ def test_reproduce_labels_each_file_and_prints_both_tables(data_dir, tmp_path):
     assert "| dataset | model | total | exe_rate_logiclm | paper_exe_rate | diff_exe_rate | exe_acc_logiclm |" in table3
 
 
+def test_reproduce_with_another_limit_is_refused_naming_an_option_it_takes(data_dir, tmp_path):
+    args = ["reproduce", "--out", str(tmp_path), "--data-dir", str(data_dir), "--workers", "2"]
+    assert cli(*args, "--limit", "2").returncode == 0
+    refused = cli(*args, "--limit", "3")
+    assert refused.returncode == 2
+    line = next(line for line in refused.stderr.splitlines() if line.startswith("error: "))
+    assert "limit" in line and "--overwrite" in line  # the way out it names is an option of reproduce
+    done = cli(*args, "--limit", "3", "--overwrite")
+    assert done.returncode == 0, done.stderr
+    table = json.loads((tmp_path / "table3.json").read_text())
+    assert len(table) == 10 and all(row["total"] == 3 for row in table)
+
+
 def test_every_option_has_help_and_commands_list_only_what_they_use():
     import typer.core
     import typer.main

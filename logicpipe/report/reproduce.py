@@ -47,14 +47,16 @@ def program_files(data_dir: Path | None = None, models: tuple[str, ...] = MODELS
 
 
 def replay_all(out: Path, data_dir: Path | None = None, workers: int = 2, models: tuple[str, ...] = MODELS,
-               progress: Progress = quiet, limit: int | None = None, label: Label = _silent) -> list[dict]:
-    """Run every released program file that exists; return one metrics row per (dataset, model)."""
+               progress: Progress = quiet, limit: int | None = None, label: Label = _silent,
+               overwrite: bool = False) -> list[dict]:
+    """Run every released program file that exists; return one metrics row per (dataset, model). With
+    `overwrite`, each file's run starts afresh (an earlier replay with another --limit is refused else)."""
     rows = []
     files = program_files(data_dir, models)
     for number, (model, spec, programs) in enumerate(files, start=1):
         label(f"{spec.name}, {model}: file {number} of {len(files)} ({programs.name})")
         config = RunConfig(dataset=spec.key, split="dev", out=out / "replay" / model, data_dir=data_dir,
-                           workers=workers, programs=programs, limit=limit)
+                           workers=workers, programs=programs, limit=limit, overwrite=overwrite)
         start = time.monotonic()
         report = run(config, progress)
         rows.append({"model": model, **report.metrics, "seconds": round(time.monotonic() - start, 2)})
@@ -62,14 +64,15 @@ def replay_all(out: Path, data_dir: Path | None = None, workers: int = 2, models
 
 
 def run_baselines(out: Path, llm: RunConfig, data_dir: Path | None = None, limit: int | None = None,
-                  progress: Progress = quiet) -> dict[tuple[str, str, str], float]:
+                  progress: Progress = quiet, overwrite: bool = False) -> dict[tuple[str, str, str], float]:
     """Standard and CoT accuracy of the configured model on every dataset's dev split."""
     results: dict[tuple[str, str, str], float] = {}
     model = llm.model or ""
     for spec in all_datasets() if model else []:
         for mode in ("standard", "cot"):
             config = llm.model_copy(update={"dataset": spec.key, "split": "dev", "data_dir": data_dir,
-                                            "limit": limit, "out": out / "baselines" / model})
+                                            "limit": limit, "out": out / "baselines" / model,
+                                            "overwrite": overwrite})
             results[(spec.key, model, mode)] = baseline(config, mode, progress).metrics["accuracy"]
     return results
 
@@ -194,13 +197,13 @@ def chart(rows: list[dict], path: Path, limit: int | None = None) -> None:
 
 def reproduce(out: Path, data_dir: Path | None = None, workers: int = 2, progress: Progress = quiet,
               models: tuple[str, ...] = MODELS, llm: RunConfig | None = None, limit: int | None = None,
-              label: Label = _silent) -> dict:
+              label: Label = _silent, overwrite: bool = False) -> dict:
     """Replay the released programs (Table 3, Table 2's Logic-LM rows); with `llm` (a RunConfig naming a
-    model) also run the Standard and CoT baselines for Table 2."""
+    model) also run the Standard and CoT baselines for Table 2. `overwrite` starts each run afresh."""
     start = time.monotonic()
     # Everything is computed before the first table is written: a failure leaves earlier tables as they were.
-    rows = replay_all(out, data_dir, workers, models, progress, limit, label)
-    baselines = run_baselines(out, llm, data_dir, limit, progress) if llm is not None else {}
+    rows = replay_all(out, data_dir, workers, models, progress, limit, label, overwrite)
+    baselines = run_baselines(out, llm, data_dir, limit, progress, overwrite) if llm is not None else {}
     write_table(table3(rows), out / "table3", "Logic-LM Table 3 reproduced: execution rate and accuracy of executed "
                 "programs (the *_logiclm columns count as executed what Logic-LM's code does, and are compared "
                 "with the paper; exe_rate and exe_acc are logicpipe's own)")

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = "<!-- quickstart"
+# The line before a block that the docs test does not run: `<!-- not run: why -->` (a model key, a GPU,
+# the network, root, a server that runs until Ctrl-C, minutes of work). Such a block is checked for
+# shell syntax, its `logicpipe` options, its make targets and its scripts' options instead.
+NOT_RUN = re.compile(r"^<!-- not run: (?P<why>\S.*?) -->$")
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _SHELL = {"sh", "bash", "shell", "console", ""}
 
@@ -63,3 +68,64 @@ def doc_pages() -> list[Path]:
 
 def shell_blocks(page: Path) -> list[str]:
     return [body for language, body, _ in fenced_blocks(page.read_text(encoding="utf-8")) if language in _SHELL]
+
+
+@dataclass
+class Block:
+    page: str  # relative to the repository root
+    number: int  # 1-based among the page's shell blocks
+    body: str
+    why_not_run: str | None  # from the marker; None: the docs test runs it
+
+    @property
+    def first_line(self) -> str:
+        return next((line.strip() for line in self.body.splitlines() if line.strip()), "")
+
+    def script(self) -> str:
+        """What a reader pastes: the whole block, or for a transcript (lines after a `$ ` prompt, the
+        rest output) the prompted commands with their continuation lines."""
+        lines = self.body.splitlines()
+        if not any(line.startswith("$ ") for line in lines):
+            # A line that says `# exit status N` must end with that status (a goal shown failing).
+            return "\n".join(_expect(line) for line in lines)
+        commands: list[list[str]] = []  # each prompted command's lines, then whether its output shows an error
+        errors: list[bool] = []
+        going = False
+        for line in lines:
+            if line.startswith("$ "):
+                commands.append([line.removeprefix("$ ")])
+                errors.append(False)
+            elif going:
+                commands[-1].append(line)
+            elif commands and line.startswith("error: "):
+                errors[-1] = True
+            going = line.rstrip().endswith("\\")
+        # A command whose shown output is an `error:` line must fail as shown.
+        return "\n".join(f"if {chr(10).join(command)}\nthen echo 'expected an error' >&2; false; fi" if error
+                         else "\n".join(command) for command, error in zip(commands, errors))
+
+
+_STATUS = re.compile(r"#\s*exit status (\d+)")
+
+
+def _expect(line: str) -> str:
+    status = _STATUS.search(line)
+    if status is None or line.rstrip().endswith("\\"):
+        return line
+    return (f"status=0; {line[:status.start()].rstrip()} || status=$?\n"
+            f"[ $status -eq {status.group(1)} ] || {{ echo 'exit status '$status', not {status.group(1)}' >&2; false; }}")
+
+
+def page_blocks(page: Path) -> list[Block]:
+    """Every shell block of a page, and transcripts (`$ ` prompts) in untagged blocks, in page order."""
+    found = []
+    for language, body, before in fenced_blocks(page.read_text(encoding="utf-8")):
+        transcript = language == "" and any(line.startswith("$ ") for line in body.splitlines())
+        if language not in _SHELL - {""} and not transcript:
+            continue
+        marked = NOT_RUN.match(before.strip())
+        why = marked.group("why") if marked else None
+        if before.startswith(QUICKSTART):
+            why = "the quick start: tests/docs/test_quickstart.py runs it"
+        found.append(Block(page.relative_to(ROOT).as_posix(), len(found) + 1, body, why))
+    return found

@@ -26,6 +26,21 @@ def test_the_site_builds_strictly(tmp_path):
                 ).is_file(), page
 
 
+def test_a_plain_mkdocs_build_writes_where_git_ignores():
+    # `mkdocs build` without --site-dir writes mkdocs.yml's site_dir (./site by default): a reader who
+    # builds the docs must not find the site among the files git offers to commit.
+    import shutil
+
+    import pytest
+
+    if not (ROOT / ".git").exists() or shutil.which("git") is None:
+        pytest.skip("not a git checkout")
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    site = config.get("site_dir", "site")
+    ignored = subprocess.run(["git", "check-ignore", "-q", f"{site}/index.html"], cwd=ROOT)
+    assert ignored.returncode == 0, f"git does not ignore {site}/, where `mkdocs build` writes"
+
+
 def test_every_page_is_in_the_nav():
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
     in_nav = {next(iter(item.values())) for item in config["nav"]}

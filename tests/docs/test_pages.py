@@ -1,0 +1,184 @@
+"""Every shell block of README.md and docs/*.md, pasted into a fresh clone: a page's blocks run in order
+in one bash session (as a reader pastes them into one shell), with the clone's .venv activated, no
+LOGICPIPE_DATA set and nothing to download, and Logic-LM's data at ../shared/logic-lm as on the
+project's machines. A block marked `<!-- not run: why -->` (a model key, a GPU, the network, minutes of
+work) is checked instead: bash syntax, its make targets, its scripts and their options (its
+`logicpipe` options are checked by test_commands.py, with every other block's). One test per page, so
+pytest-xdist spreads the pages over its workers."""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import subprocess
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from .blocks import ROOT, Block, doc_pages, page_blocks
+from .test_quickstart import fresh_clone, newcomer_env
+
+# Blocks of pages this test may not mark in place (another change owns the page), keyed by page and the
+# block's first line: why each is not run.
+ELSEWHERE: dict[tuple[str, str], str] = {
+    ("docs/kb.md", '$ logicpipe kb ask examples/kb/campus.pl "Is the pool open right now?" --percepts '
+                   'examples/kb/now.txt \\'):
+        "needs a model key: serve-scripted does not answer kb ask or kb validate yet",
+    ("docs/kb.md", "$ logicpipe kb add examples/kb/campus.pl --fact 'passed(erin, phil101, 81)' --fact "
+                   "'passed(erin, math101, \"lots\")'"):
+        "asks for confirmation at a terminal; without one (as here) it refuses and exits 2",
+}
+
+PAGE_TIMEOUT = 240
+
+
+def blocks(page: Path) -> list[Block]:
+    found = page_blocks(page)
+    for block in found:
+        why = ELSEWHERE.get((block.page, block.first_line))
+        if why is not None and block.why_not_run is None:
+            block.why_not_run = why
+    return found
+
+
+def all_blocks() -> list[Block]:
+    return [block for page in doc_pages() for block in blocks(page)]
+
+
+def runnable_pages() -> list[str]:
+    return [page.relative_to(ROOT).as_posix() for page in doc_pages()
+            if any(block.why_not_run is None for block in blocks(page))]
+
+
+def page_script(runnable: list[Block]) -> str:
+    parts = ["set -eo pipefail", "source .venv/bin/activate"]
+    for block in runnable:
+        parts += [f"echo '::block {block.number}::' >&2", block.script()]
+    parts.append("echo '::done::' >&2")
+    return "\n".join(parts) + "\n"
+
+
+def lend(clone: Path, data_dir: Path) -> None:
+    """This checkout's .venv (with the age trick of the quick-start test) and the data at ../shared."""
+    venv = ROOT / ".venv"
+    if not (venv / "bin" / "python").exists():
+        pytest.skip("no .venv in this checkout to lend the clone (make setup makes one)")
+    (clone / ".venv").symlink_to(venv)
+    installed = venv / ".installed"
+    if installed.exists():
+        stamp = installed.stat().st_mtime - 1
+        os.utime(clone / "pyproject.toml", (stamp, stamp))
+    shared = clone.parent / "shared"
+    shared.mkdir(exist_ok=True)
+    (shared / "logic-lm").symlink_to(data_dir)
+
+
+def run_page(clone: Path, runnable: list[Block], env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(["bash", "-c", page_script(runnable)], cwd=clone, env=env, capture_output=True,
+                          text=True, timeout=PAGE_TIMEOUT, stdin=subprocess.DEVNULL)
+
+
+def failed_block(done: subprocess.CompletedProcess, runnable: list[Block]) -> str:
+    started = re.findall(r"::block (\d+)::", done.stderr)
+    number = int(started[-1]) if started else 0
+    block = next((b for b in runnable if b.number == number), None)
+    where = f"{block.page} block {block.number} ({block.first_line!r})" if block else "before the first block"
+    return (f"{where} exits {done.returncode}\nstdout:\n{done.stdout[-3000:]}\nstderr:\n{done.stderr[-3000:]}")
+
+
+@pytest.mark.parametrize("page", runnable_pages())
+def test_a_pages_blocks_run_in_order_in_a_fresh_clone(page, data_dir, tmp_path):
+    runnable = [block for block in blocks(ROOT / page) if block.why_not_run is None]
+    clone = fresh_clone(tmp_path)
+    lend(clone, data_dir)
+    env = newcomer_env(tmp_path)
+    done = run_page(clone, runnable, env)
+    assert done.returncode == 0 and "::done::" in done.stderr, failed_block(done, runnable)
+
+
+def test_the_runner_names_the_block_that_fails(tmp_path):
+    # The page test above must be able to fail, and say where: a block that exits non-zero stops the page.
+    page = tmp_path / "page.md"
+    page.write_text("```sh\ntrue\n```\n\n```sh\nfalse\necho never\n```\n\n<!-- not run: a model key -->\n"
+                    "```sh\nexit 3\n```\n")
+    found = page_blocks_outside(page)
+    assert [b.why_not_run for b in found] == [None, None, "a model key"]
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "activate").write_text("")
+    runnable = [b for b in found if b.why_not_run is None]
+    done = subprocess.run(["bash", "-c", page_script(runnable)], cwd=tmp_path, capture_output=True, text=True)
+    assert done.returncode == 1 and "never" not in done.stdout and "::done::" not in done.stderr
+    assert failed_block(done, runnable).startswith("page.md block 2 ('false') exits 1")
+
+
+def page_blocks_outside(page: Path) -> list[Block]:
+    """page_blocks for a file outside the repository (the runner's own check)."""
+    import tests.docs.blocks as module
+
+    saved = module.ROOT
+    module.ROOT = page.parent
+    try:
+        return page_blocks(page)
+    finally:
+        module.ROOT = saved
+
+
+# The blocks that are not run.
+
+def not_run() -> list[Block]:
+    return [block for block in all_blocks() if block.why_not_run is not None]
+
+
+@cache
+def make_targets() -> set[str]:
+    rules = re.findall(r"^([A-Za-z][\w -]*?)\s*:(?!=)", (ROOT / "Makefile").read_text(), re.M)
+    return {name for rule in rules for name in rule.split()}
+
+
+@cache
+def script_options(script: str) -> str:
+    done = subprocess.run([str(ROOT / ".venv" / "bin" / "python"), script, "--help"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"{script} --help: {done.stderr[-2000:]}"
+    return done.stdout
+
+
+def words_of(script: str) -> list[list[str]]:
+    """Each command line of a script as words (continuations joined, comments dropped)."""
+    lines = re.sub(r"\\\n\s*", " ", script).splitlines()
+    found = []
+    for line in lines:
+        try:
+            words = shlex.split(line, comments=True)
+        except ValueError:
+            continue
+        if words:
+            found.append(words)
+    return found
+
+
+@pytest.mark.parametrize("block", not_run(), ids=lambda b: f"{b.page}#{b.number}")
+def test_a_block_that_is_not_run_is_still_right(block):
+    assert block.why_not_run.strip(), "say why the block is not run"
+    syntax = subprocess.run(["bash", "-n"], input=block.script(), capture_output=True, text=True)
+    assert syntax.returncode == 0, f"{block.page} block {block.number}: {syntax.stderr}"
+    for words in words_of(block.script()):
+        if words[0] == "make":
+            targets = [w for w in words[1:] if not w.startswith("-") and "=" not in w]
+            assert set(targets) <= make_targets(), f"{block.page} block {block.number}: no make target in {words}"
+        if len(words) > 1 and words[0].endswith("python") and words[1].startswith("scripts/"):
+            assert (ROOT / words[1]).exists(), f"{block.page} block {block.number}: no {words[1]}"
+            shown = script_options(words[1])
+            for word in words[2:]:
+                if word.startswith("--"):
+                    assert word.split("=")[0] in shown, f"{block.page} block {block.number}: {words[1]} has no {word}"
+
+
+def test_the_pages_have_blocks_that_run_and_say_why_the_others_do_not():
+    found = all_blocks()
+    assert len(found) >= 30
+    runnable = [b for b in found if b.why_not_run is None]
+    assert len(runnable) >= len(found) // 3, [f"{b.page}#{b.number}" for b in runnable]
+    assert {"README.md", "docs/pipeline.md", "docs/viewer.md", "docs/reproduce.md"} <= set(runnable_pages())
