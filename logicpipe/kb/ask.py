@@ -55,7 +55,7 @@ def ask_flow(kb: KnowledgeBase, item: Input, settings: Settings, context_mode: s
     if body.upper().rstrip(".") == "UNANSWERABLE" or not body:
         record.answer = f"{CANNOT_ADDRESS}: its predicates cannot express it."
         return record
-    terms, record.rejected = read_goals(body, kb.operators)
+    terms, record.rejected = read_goals(body, kb.read)
     for term in terms:
         record.goals.append(show(term, kb.operators))
         try:

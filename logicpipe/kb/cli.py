@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional
 
@@ -44,11 +44,16 @@ def _percepts(percept: list[str], percepts_file: Optional[Path]) -> list[Percept
     return found + [parse_percept(p) for p in percept]
 
 
-def _open(path: Path, limits: ProofLimits, percepts: list[Percept]) -> KnowledgeBase:
+def _open(path: Path, limits: ProofLimits, percepts: list[Percept], allow: Sequence[str] = ()) -> KnowledgeBase:
     """A KB that loads without errors; its warnings are shown, not dropped."""
+    import re
+
     from .knowledge import KnowledgeBase
 
-    base = KnowledgeBase(path, limits, percepts)
+    for item in allow:
+        if not re.fullmatch(r"[a-z][A-Za-z0-9_]*/\d+", item):
+            raise UsageError(f"--allow {item}: expected a builtin's name/arity, such as open/4 or shell/1")
+    base = KnowledgeBase(path, limits, percepts, tuple(allow))
     try:
         base.require_clean()
     except UsageError:
@@ -66,6 +71,8 @@ _MEMORY = typer.Option(512, "--memory-mb", help="Prolog stack MB per proof")
 _SOLUTIONS = typer.Option(10, "--max-solutions", help="solutions reported per goal")
 _PERCEPT = typer.Option([], "--percept", help="real-time value name=value, asserted as name(value)")
 _PERCEPTS_FILE = typer.Option(None, "--percepts", help="file of name=value lines")
+_ALLOW = typer.Option([], "--allow", help="a builtin (name/arity, repeatable) that the KB's own rules may call on a "
+                                          "goal's behalf although library(sandbox) refuses it (files, shell, ...)")
 
 
 @kb_app.command()
@@ -102,16 +109,19 @@ def prove(kb: Path = typer.Argument(..., help="KB file or folder"),
           format: str = typer.Option("text", "--format", "-f", help="text, json, dot or mermaid"),
           depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
           max_solutions: int = _SOLUTIONS, percept: list[str] = _PERCEPT,
-          percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
-    """Backward-chain each goal through the KB; print bindings and goal trees. Exit 1 if one fails."""
+          percepts: Optional[Path] = _PERCEPTS_FILE, allow: list[str] = _ALLOW) -> None:
+    """Backward-chain each goal through the KB; print bindings and goal trees. Exit 1 if one fails.
+
+    A goal that may not run is refused before anything runs (exit 2) when it is the only one; among
+    several, it is that goal's `unknown` and the others are answered."""
     from .render import dot, mermaid, text_result
 
     if format not in _FORMATS:
         raise UsageError(f"--format must be one of {', '.join(_FORMATS)}")
     limits = _limits(depth, inferences, time, memory_mb, max_solutions)
-    with _open(kb, limits, _percepts(percept, percepts)) as base:
-        terms = [base.check(goal) for goal in goals]  # every goal is checked before any runs
-        results = [base.prove_term(term) for term in terms]
+    with _open(kb, limits, _percepts(percept, percepts), allow) as base:
+        checked = [_checked(base, goal, alone=len(goals) == 1) for goal in goals]  # all before any runs
+        results = [base.prove_term(term) if not isinstance(term, dict) else term for term in checked]
     if format == "json":
         for result in results:
             typer.echo(json.dumps(result, ensure_ascii=False))
@@ -123,6 +133,20 @@ def prove(kb: Path = typer.Argument(..., help="KB file or folder"),
         typer.echo("\n\n".join(text_result(r) for r in results))
     if not all(r["proved"] for r in results):
         sys.exit(1)
+
+
+def _checked(base: KnowledgeBase, goal: str, alone: bool) -> Any:
+    """The goal's term, or (among several goals) the `unknown` result of a goal that cannot run."""
+    from ..core.errors import ProgramParseError
+    from .knowledge import UNKNOWN
+
+    try:
+        return base.check(goal)
+    except ProgramParseError as exc:
+        if alone:
+            raise
+        return {"goal": goal, "status": UNKNOWN, "proved": False, "solutions": [], "truncated": False,
+                "reason": str(exc)}
 
 
 _MODEL = typer.Option(..., "--model", "-m", help="model (OpenAI-compatible chat endpoint)")
@@ -207,13 +231,16 @@ def _identity(kb: Path, inputs: Path, stage: str, fields: dict[str, Any]) -> dic
 
 
 def _model_fields(model: str, base_url: Optional[str], settings: Settings, prompts: PromptSet,
-                  used: tuple[str, ...], limits: ProofLimits, percepts: list[Percept]) -> dict[str, Any]:
-    """What decides a batch's records besides the KB and its inputs."""
+                  used: tuple[str, ...], limits: ProofLimits, percepts: list[Percept],
+                  allow: list[str]) -> dict[str, Any]:
+    """What decides a batch's records besides the KB and its inputs (--allow only when given, so that
+    folders written before it existed resume)."""
     from dataclasses import asdict
 
     return {"model": model, "base_url": base_url, "temperature": settings.temperature,
             "max_tokens": settings.max_tokens, "prompts": prompts.identity(*used),
-            "limits": asdict(limits), "percepts": [str(p) for p in percepts]}
+            "limits": asdict(limits), "percepts": [str(p) for p in percepts],
+            **({"allow": sorted(allow)} if allow else {})}
 
 
 def _report(out: Path, report: BatchReport) -> None:
@@ -234,7 +261,7 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
         temperature: float = _TEMPERATURE, max_tokens: int = _MAX_TOKENS,
         depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
         max_solutions: int = _SOLUTIONS, percept: list[str] = _PERCEPT,
-        percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
+        percepts: Optional[Path] = _PERCEPTS_FILE, allow: list[str] = _ALLOW) -> None:
     """Answer questions grounded in the KB: goals, proofs, context, then the model's answer."""
     from .ask import AskRecord, ask_flow, vocabulary
     from .batch import Batch, budget, run_batch
@@ -252,7 +279,7 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
     inputs = read_inputs(questions, "question") if questions is not None else []
     if questions is not None:
         budget(max_errors, len(inputs))  # a bad --max-errors is refused before the KB loads
-    with _open(kb, limits, _percepts(percept, percepts)) as base:
+    with _open(kb, limits, _percepts(percept, percepts), allow) as base:
         words = vocabulary(base)
         client = _client(model, base_url, llm_cache, max_concurrency, out)
 
@@ -263,7 +290,7 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
             record = _single(client, batch, Input(id="cli", text=question or ""), make_flow, base.percepts)
         else:
             assert out is not None
-            fields = {**_model_fields(model, base_url, settings, templates, used, limits, base.percepts),
+            fields = {**_model_fields(model, base_url, settings, templates, used, limits, base.percepts, allow),
                       "context": context}
             _report(out, run_batch(batch, out, inputs, _identity(kb, questions, "ask", fields), client, make_flow,
                                    percepts=fields["percepts"], overwrite=overwrite, max_errors=max_errors))
@@ -290,7 +317,8 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
              max_concurrency: int = _CONCURRENCY, prompts: Optional[str] = _PROMPTS,
              temperature: float = _TEMPERATURE, max_tokens: int = _MAX_TOKENS,
              depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
-             percept: list[str] = _PERCEPT, percepts: Optional[Path] = _PERCEPTS_FILE) -> None:
+             percept: list[str] = _PERCEPT, percepts: Optional[Path] = _PERCEPTS_FILE,
+             allow: list[str] = _ALLOW) -> None:
     """Check an answer claim by claim against the KB; valid only when every claim is true."""
     from .ask import vocabulary
     from .batch import Batch, budget, run_batch
@@ -307,7 +335,7 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
     inputs = read_inputs(answers, "answer") if answers is not None else []
     if answers is not None:
         budget(max_errors, len(inputs))
-    with _open(kb, limits, _percepts(percept, percepts)) as base:
+    with _open(kb, limits, _percepts(percept, percepts), allow) as base:
         words = vocabulary(base)
         client = _client(model, base_url, llm_cache, max_concurrency, out)
 
@@ -318,7 +346,7 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
             record = _single(client, batch, Input(id="cli", text=answer or ""), make_flow, base.percepts)
         else:
             assert out is not None
-            fields = _model_fields(model, base_url, settings, templates, used, limits, base.percepts)
+            fields = _model_fields(model, base_url, settings, templates, used, limits, base.percepts, allow)
             _report(out, run_batch(batch, out, inputs, _identity(kb, answers, "validate", fields), client,
                                    make_flow, percepts=fields["percepts"], overwrite=overwrite,
                                    max_errors=max_errors))

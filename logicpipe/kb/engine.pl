@@ -4,11 +4,9 @@
 % native calls. One request per stdin line (JSON), one reply per stdout line prefixed with "@@reply "
 % (KB code may print too; Python skips other lines).
 %
-% Sandbox: the KB's own code is trusted, but every place where it calls a term it did not write
-% (a variable body goal, call/N, the goal arguments of forall, findall, maplist, ...) is rewritten at
-% load time into checked/1 or lp_closure/N, which check the term against the whitelist when it runs.
-% A goal from Python goes through the same check, so nothing a model writes can reach anything but the
-% KB's predicates and the pure builtins Python sends with the load request.
+% Sandbox (guard.pl): the KB's own code is trusted, but every place where it calls a term it did not
+% write is rewritten at load time into a wrapper that checks the term when it runs, by a whitelist and
+% by library(sandbox); a goal from Python is checked the same way, and limits cannot be caught.
 
 :- use_module(library(http/json)).
 :- use_module(library(time)).
@@ -16,6 +14,7 @@
 :- use_module(library(apply)).
 :- use_module(library(aggregate)).
 :- use_module(library(solution_sequences)).
+:- ensure_loaded(guard).
 
 :- dynamic load_message/4, display_name/2, kb_pred/2, percept_pred/2, allowed_builtin/2, loading/0,
            auto_tabled/2, found_answer/1.
@@ -56,8 +55,19 @@ reply(Reply) :-
 error_reply(Error, _{error: Text}) :-
     message_text(Error, Text).
 
-message_text(refused(Goal), Text) :- !,
-    format(string(Text), "refused: ~w is neither a predicate of the KB nor an allowed pure builtin", [Goal]).
+message_text(refused(whitelist, N/A), Text) :- atom(N), integer(A), !,
+    format(string(Text), "refused by the whitelist: ~w/~w is neither a predicate of the KB nor an allowed pure builtin",
+           [N, A]).
+message_text(refused(whitelist, What), Text) :- !,
+    format(string(Text), "refused by the whitelist: ~W may not run here", [What, [quoted(true), max_depth(8)]]).
+message_text(refused(sandbox, error(instantiation_error, _)), Text) :- !,
+    Text = "refused by library(sandbox): it cannot tell what a goal held in a variable will call".
+message_text(refused(sandbox, Error), Text) :- !,
+    (   catch(message_to_codes(Error, Codes), _, fail)
+    ->  string_codes(Text0, Codes), split_string(Text0, "\n", " ", [First|_])
+    ;   format(string(First), "~q", [Error])
+    ),
+    format(string(Text), "refused by library(sandbox): ~s", [First]).
 message_text(Error, Text) :-
     catch(message_to_codes(Error, Codes), _, fail), !,
     string_codes(Text0, Codes),
@@ -71,8 +81,12 @@ message_to_codes(Error, Codes) :-
 
 % --- loading --------------------------------------------------------------------------------
 
-handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, tabled: Tabled, operators: Ops}) :-
+handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, tabled: Tabled, operators: Ops,
+                          allowed: Allowed}) :-
     forall(member([N, A], Request.builtins), ( atom_string(Name, N), assertz(allowed_builtin(Name, A)) )),
+    findall(Name/A, ( member([N, A], Request.allow), atom_string(Name, N) ), Effects),
+    allow_effects(Effects, Allowed0),
+    findall([N, A], member(N/A, Allowed0), Allowed),
     forall(member(F, Request.files),
            ( atom_string(Path, F.path), atom_string(Name, F.name), assertz(display_name(Path, Name)) )),
     assertz(loading),
@@ -139,6 +153,70 @@ handle("facts", Request, _{facts: Facts}) :-
                  limit(Max, clause(kb:H, true)),
                  numbervars(H, 0, _), text(H, S) ),
             Facts).
+
+% --- reading and checking goals -----------------------------------------------------------------
+% Goals are read by SWI-Prolog's own reader with the KB's operators and flags (module kb). Each term
+% goes back to Python as a flat postfix list, so no reader recurses into its nesting: ["v", Name],
+% ["a", Name], ["n", Text] (a number as written), ["s", Text], ["c", Name, Arity] (pops Arity items).
+
+handle("read", Request, _{terms: Terms, error: Error}) :-
+    setup_call_cleanup(open_string(Request.text, In), read_all(In, Terms, Error), close(In)).
+
+read_all(In, Terms, Error) :-
+    catch(read_term(In, T, [variable_names(Names), module(kb), syntax_errors(error)]), E, true),
+    (   nonvar(E) -> Terms = [], syntax_text(E, Error)
+    ;   T == end_of_file -> Terms = [], Error = null
+    ;   postfix(T, Names, Items), Terms = [Items|More], read_all(In, More, Error)
+    ).
+
+syntax_text(error(syntax_error(What), stream(_, Line, LinePos, _)), Text) :- !,
+    message_text(error(syntax_error(What), _), Message0),
+    ( sub_string(Message0, 0, _, After, "Syntax error: ") -> sub_string(Message0, _, After, 0, Message) ; Message = Message0 ),
+    Column is LinePos + 1,
+    format(string(Text), "syntax error at line ~w, column ~w: ~s", [Line, Column, Message]).
+syntax_text(E, Text) :- message_text(E, Text).
+
+postfix(T, Names0, Items) :-
+    term_variables(T, Vars),
+    foldl(anonymous_name(Names0), Vars, Names0-1, Names-_),
+    phrase(items(T, Names), Items).
+
+anonymous_name(Names0, V, Ns-I, Ns1-I1) :-
+    (   member(_=W, Names0), W == V -> Ns1 = Ns, I1 = I
+    ;   format(atom(Name), "_G~d", [I]), I1 is I + 1, append(Ns, [Name=V], Ns1)
+    ).
+
+items(T, Ns) --> { var(T) }, !, { member(N=V, Ns), V == T, ! }, [["v", N]].
+items(T, _) --> { atom(T) }, !, { atom_string(T, S) }, [["a", S]].   % a string: JSON would make true a boolean
+items([], _) --> !, [["a", "[]"]].                % not an atom in SWI-Prolog 7, written as one
+items(T, _) --> { string(T) }, !, [["s", T]].
+items(T, _) --> { number(T) }, !, { format(string(S), "~q", [T]) }, [["n", S]].
+items(T, Ns) --> { compound_name_arguments(T, F, Args), length(Args, A), atom_string(F, S) },
+    item_list(Args, Ns), [["c", S, A]].
+
+item_list([], _) --> [].
+item_list([X|Xs], Ns) --> items(X, Ns), item_list(Xs, Ns).
+
+% A goal is checked before it runs, by both layers (percepts it brings count as the KB's).
+handle("check", Request, Reply) :-
+    term_string(Goal, Request.goal),
+    findall(N, ( member(S, Request.percepts), atom_string(N, S) ), Percepts),
+    setup_call_cleanup(forall(member(N, Percepts), assertz(extra_allowed(N, 1))),
+                       ( forall(member(N, Percepts), declare_percept(N)),
+                         catch(( checked_body(Goal, _), Reply = _{ok: true} ), E, refusal(E, Reply)) ),
+                       retractall(extra_allowed(_, _))).
+
+declare_percept(N) :- current_predicate(kb:N/1), !.
+declare_percept(N) :- dynamic(kb:N/1).
+
+% A goal whose rules reach an undefined procedure is not refused before it runs: it runs into the same
+% check then, and is unknown (as in plain SWI-Prolog, where the call raises an existence error).
+refusal(refused(sandbox, error(existence_error(procedure, _), _)), _{ok: true}) :- !.
+refusal(refused(Layer, What), _{ok: false, layer: Layer, reason: Text, predicate: P}) :- !,
+    message_text(refused(Layer, What), Text),
+    ( Layer == whitelist, What = N/A -> format(string(P), "~w/~w", [N, A]) ; P = null ).
+refusal(E, _{ok: false, layer: null, reason: Text, predicate: null}) :-
+    message_text(E, Text).
 
 % --- left recursion ---------------------------------------------------------------------------
 % A predicate that can call itself again before anything else in its clause ran (p :- p, ... or
@@ -237,79 +315,6 @@ expand_clause((Head --> Body), Clause) :-
     safe_body(trusted, Body1, Safe),
     Clause = (Head1 :- Safe).
 
-% safe_body(+Mode, +Goal, -Safe): Goal with every call of an unknown term made a checked call.
-% Mode trusted: the KB's own code (its literal goals run as written). Mode checked: a goal from
-% outside, or a term reaching a meta-call at run time: every literal goal must be allowed too.
-safe_body(_, G, user:checked(G)) :- var(G), !.
-safe_body(trusted, user:checked(G), user:checked(G)) :- !.
-safe_body(Mode, M:G, Safe) :- !,
-    (   Mode == trusted -> Safe = M:G
-    ;   M == kb -> safe_body(Mode, G, Safe)
-    ;   throw(refused(M:G))
-    ).
-safe_body(Mode, (A, B), (SA, SB)) :- !, safe_body(Mode, A, SA), safe_body(Mode, B, SB).
-safe_body(Mode, (A ; B), (SA ; SB)) :- !, safe_body(Mode, A, SA), safe_body(Mode, B, SB).
-safe_body(Mode, (A -> B), (SA -> SB)) :- !, safe_body(Mode, A, SA), safe_body(Mode, B, SB).
-safe_body(Mode, (A *-> B), (SA *-> SB)) :- !, safe_body(Mode, A, SA), safe_body(Mode, B, SB).
-safe_body(Mode, \+ A, \+ SA) :- !, safe_body(Mode, A, SA).
-safe_body(_, !, !) :- !.
-safe_body(trusted, G, user:safe_assert(How, Clause, Rest)) :-   % clauses the KB asserts: sandboxed too
-    G =.. [How, Clause|Rest], memberchk(How, [assert, asserta, assertz]), !.
-safe_body(Mode, apply(C, Args), Safe) :- !,      % apply/2's closure is not declared a goal argument
-    (   Mode == checked -> throw(refused(apply/2))
-    ;   var(C) -> Safe = user:lp_apply(C, Args)
-    ;   Safe = apply(C, Args)
-    ).
-safe_body(Mode, G, Safe) :-
-    (   callable(G) -> true ; throw(error(type_error(callable, G), _)) ),
-    functor(G, N, A),
-    (   Mode == checked, \+ allowed(N, A) -> throw(refused(N/A)) ; true ),
-    (   \+ kb_local(N, A), predicate_property(user:G, meta_predicate(Spec))
-    ->  G =.. [N|Args], Spec =.. [_|Specs],
-        maplist(safe_arg(Mode), Specs, Args, SafeArgs),
-        Safe =.. [N|SafeArgs]
-    ;   Safe = G
-    ).
-
-allowed(N, A) :- kb_pred(N, A), !.
-allowed(N, A) :- percept_pred(N, A), !.
-allowed(N, A) :- allowed_builtin(N, A).
-
-% Defined by the KB itself (its meta-arguments are then the KB's business, checked where it calls them).
-kb_local(N, A) :- current_predicate(kb:N/A), functor(H, N, A), \+ predicate_property(kb:H, imported_from(_)).
-
-safe_arg(Mode, 0, G, Safe) :- !, safe_body(Mode, G, Safe).
-safe_arg(Mode, N, C, Safe) :- integer(N), !,
-    (   var(C) -> Safe = user:lp_closure(C)
-    ;   Mode == trusted -> safe_lambda(C, Safe)
-    ;   Safe = user:lp_closure(C)
-    ).
-
-% A library(yall) lambda in the KB's code: its body may call a term it was given, like any body.
-safe_lambda(Free/Lambda, Free/Safe) :- nonvar(Lambda), !, safe_lambda(Lambda, Safe).
-safe_lambda(Params>>Body, Params>>Safe) :- !, safe_body(trusted, Body, Safe).
-safe_lambda(C, C).
-safe_arg(Mode, ^, G, Safe) :- !, safe_carets(Mode, G, Safe).
-safe_arg(Mode, //, G, Safe) :- !,                % a grammar body: called with two more arguments
-    (   var(G) -> Safe = user:lp_closure(G)
-    ;   Mode == trusted -> Safe = G
-    ;   throw(refused(G))
-    ).
-safe_arg(_, _, A, A).
-
-safe_carets(Mode, G, Safe) :- nonvar(G), G = V^Inner, !, Safe = V^SafeInner, safe_carets(Mode, Inner, SafeInner).
-safe_carets(Mode, G, Safe) :- safe_body(Mode, G, Safe).
-
-user:checked(G) :- safe_body(checked, G, Safe), call(kb:Safe).
-
-user:safe_assert(How, Clause0, Rest) :-
-    strip_module(kb:Clause0, M, Clause),
-    (   nonvar(Clause), Clause = (H :- B) -> safe_body(trusted, B, SafeB), Safe = (H :- SafeB) ; Safe = Clause ),
-    Goal =.. [How, M:Safe|Rest],
-    call(Goal).
-
-user:lp_apply(C, Args) :- closure_goal(C, Args, G), user:checked(G).
-
 % Clauses the KB's directives asserted while it loaded get the same rewriting as its source clauses.
 sandbox_asserted :-
     forall(( kb_pred(N, A), functor(H, N, A), predicate_property(kb:H, dynamic),
@@ -319,27 +324,21 @@ sandbox_asserted :-
              forall(member(H1-B1, Clauses),
                     ( safe_body(trusted, B1, SafeB1), assertz(kb:(H1 :- SafeB1)) )) )).
 
-user:lp_closure(C, A1) :- closure_goal(C, [A1], G), user:checked(G).
-user:lp_closure(C, A1, A2) :- closure_goal(C, [A1, A2], G), user:checked(G).
-user:lp_closure(C, A1, A2, A3) :- closure_goal(C, [A1, A2, A3], G), user:checked(G).
-user:lp_closure(C, A1, A2, A3, A4) :- closure_goal(C, [A1, A2, A3, A4], G), user:checked(G).
-user:lp_closure(C, A1, A2, A3, A4, A5) :- closure_goal(C, [A1, A2, A3, A4, A5], G), user:checked(G).
-user:lp_closure(C, A1, A2, A3, A4, A5, A6) :- closure_goal(C, [A1, A2, A3, A4, A5, A6], G), user:checked(G).
-user:lp_closure(C, A1, A2, A3, A4, A5, A6, A7) :-
-    closure_goal(C, [A1, A2, A3, A4, A5, A6, A7], G), user:checked(G).
-
-closure_goal(C, _, _) :- var(C), !, throw(error(instantiation_error, _)).
-closure_goal(M:C, Extra, M:G) :- !, closure_goal(C, Extra, G).
-closure_goal(C, Extra, G) :-
-    (   callable(C) -> true ; throw(error(type_error(callable, C), _)) ),
-    C =.. L0, append(L0, Extra, L), G =.. L.
-
 % What a node shows: the term as written, without the sandbox's wrappers.
 unwrap(T, T) :- var(T), !.
 unwrap(user:checked(G), U) :- !, unwrap(G, U).
+unwrap((G, user:lp_limit_result(_)), U) :- !, unwrap(G, U).
 unwrap(user:lp_closure(C), U) :- !, unwrap(C, U).
+unwrap(user:lp_lambda(_, Params, G), Params>>U) :- !, unwrap(G, U).
+unwrap(user:lp_dcg(G), U) :- !, unwrap(G, U).
+unwrap(user:lp_dcg_body(_, _, G), {U}) :- !, unwrap(G, U).
+unwrap(user:lp_colon(G), U) :- !, unwrap(G, U).
+unwrap(user:lp_format(G), U) :- !, unwrap(G, U).
 unwrap(user:safe_assert(How, C, Rest), U) :- !, unwrap(C, UC), U =.. [How, UC|Rest].
 unwrap(user:lp_apply(C, Args), apply(UC, Args)) :- !, unwrap(C, UC).
+unwrap(T, U) :-                                   % a rewritten catch/3 shows its own catcher and recovery
+    compound(T), compound_name_arguments(T, Name, [G, _, user:lp_recover(_, C, R)]), !,
+    unwrap(G, UG), unwrap(C, UC), unwrap(R, UR), compound_name_arguments(U, Name, [UG, UC, UR]).
 unwrap(T, U) :- compound(T), !,
     compound_name_arguments(T, N, Args), maplist(unwrap, Args, UArgs), compound_name_arguments(U, N, UArgs).
 unwrap(T, T).
@@ -353,8 +352,8 @@ handle("prove", Request, Reply) :-
     Max = Request.max_solutions,
     Probe is Max + 1,                         % one more than shown tells whether the list is complete
     retractall(found_answer(_)),
-    bounded(Request, ( safe_body(checked, Goal0, Goal),
-                       forall(limit(Probe, call(kb:Goal)), assertz(found_answer(Goal))) ), Outcome),
+    bounded(Request, ( checked_body(Goal0, Goal),
+                       forall(limit(Probe, call(kb:Goal)), found(Goal)) ), Outcome),
     findall(Answer, found_answer(Answer), Found),
     length(Found, Count),
     (   Count > Max -> length(Shown, Max), append(Shown, _, Found) ; Shown = Found ),
@@ -364,14 +363,19 @@ handle("prove", Request, Reply) :-
     maplist(explained_solution(Request, Goal0, Names), Shown, Solutions),
     (   Status == failed
     ->  % A finished, failed search: the explored alternatives, on a budget of their own.
-        safe_body(checked, Goal0, SafeGoal),
-        bounded(Request, explored(SafeGoal, Goal0, Names, Request.depth, Explored), Shown1),
+        checked_body(Goal0, SafeGoal),
+        bounded(Request, snapshot(explored(SafeGoal, Goal0, Names, Request.depth, Explored)), Shown1),
         ( Shown1 == ok -> true ; Explored = null )
     ;   Explored = null
     ),
     Reply = _{status: Status, proved: Proved, reason: Reason, limit: Limit, truncated: Truncated,
               solutions: Solutions, explored: Explored},
     ( Status == proved -> Proved = true ; Proved = false ).
+
+% An answer counts only while no limit has fired: after one that a catch swallowed, the search is over.
+found(Answer) :-
+    nb_getval(lp_fired, Fired),
+    (   Fired == none -> assertz(found_answer(Answer)) ; throw(Fired) ).
 
 % verdict(+Outcome, +Answers, -Status, -Limit, -Reason)
 verdict(ok, 0, failed, null, null) :- !.
@@ -384,20 +388,28 @@ verdict(Outcome, Count, Status, Limit, Reason) :-
     ).
 
 outcome_reason(inference_limit_exceeded, "inferences", "inference limit exceeded") :- !.
+outcome_reason(depth_limit_exceeded, "depth", "a depth limit the KB set cut its search short") :- !.
 outcome_reason(time_limit_exceeded, "time", "time limit exceeded") :- !.
 outcome_reason(error(resource_error(_), _), "memory", "memory (stack) limit exceeded") :- !.
 outcome_reason(failed, null, "the engine failed") :- !.
+outcome_reason('$aborted', null, "the goal aborted") :- !.
 outcome_reason(Error, null, Text) :- message_text(Error, Text).
 
 % bounded(+Request, :Goal, -Outcome): run Goal once under the request's time and inference limits.
+% A limit or refusal that fired (guard.pl's exception hook) decides the outcome even if the goal caught
+% it and went on.
 bounded(Request, Goal, Outcome) :-
+    nb_setval(lp_fired, none),
     (   catch(call_with_time_limit(Request.time,
                   call_with_inference_limit(Goal, Request.inferences, Status)),
               Error, true)
     ->  true
     ;   Error = failed
     ),
-    (   nonvar(Error) -> Outcome = Error
+    nb_getval(lp_fired, Fired),
+    nb_setval(lp_fired, off),
+    (   Fired \== none -> Outcome = Fired
+    ;   nonvar(Error) -> Outcome = Error
     ;   Status == inference_limit_exceeded -> Outcome = inference_limit_exceeded
     ;   Outcome = ok
     ).
@@ -424,16 +436,18 @@ set_percept(P) :-
 
 % --- explaining ---------------------------------------------------------------------------------
 % Trees are built on the sandboxed goal (so they call only what the proof called) and shown unwrapped.
+% Building one runs the goal's calls again: in a snapshot, so that what they assert or retract is undone
+% and the database is as the search left it, as in plain SWI-Prolog.
 % A tree is bounded in depth (the request's, at most what Python asks) and in nodes (node_budget).
 
 node_budget(2000).
 
 explained_solution(Request, Goal0, Names0, Answer, Solution) :-
     copy_term(Goal0-Names0, Goal1-Names),
-    safe_body(checked, Goal1, Goal),
+    checked_body(Goal1, Goal),
     Goal = Answer,
     nb_setval(lp_nodes, 0),
-    (   bounded(Request, once(explain_root(Goal, Request.depth, Root)), ok)
+    (   bounded(Request, snapshot(once(explain_root(Goal, Request.depth, Root))), ok)
     ->  true
     ;   Root = node(Goal, "proved by SWI-Prolog; no goal tree: building it hit a limit or an error", [], true)
     ),
@@ -476,7 +490,7 @@ ex(\+ G, D, Anc, [node(\+ G, "negation as failure: the negated goal fails", Why,
     D1 is D - 1,
     why_not(G, D1, Anc, Why).
 ex(user:checked(G), D, Anc, Nodes) :- !,
-    safe_body(checked, G, Safe), ex(Safe, D, Anc, Nodes).
+    checked_body(G, Safe), ex(Safe, D, Anc, Nodes).
 ex(kb:G, D, Anc, Nodes) :- !, ex(G, D, Anc, Nodes).
 ex(G, D, Anc, Nodes) :-                   % call/N and checked closures: explain the goal they call
     called_goal(G, Called), !,
@@ -509,7 +523,7 @@ user_goal(G) :- callable(G), functor(G, N, A), ( kb_pred(N, A) -> true ; percept
 
 % A module KB's own predicate that kb does not see (not exported): explained in its module.
 module_local(M, G) :-
-    atom(M), M \== kb, callable(G),
+    atom(M), M \== kb, M \== user, callable(G),          % user: the engine's own wrappers
     predicate_property(M:G, number_of_clauses(_)), \+ predicate_property(M:G, imported_from(_)).
 
 % home_clause(+G, -Body, -Ref): a clause of G whose body names, qualified, the module-local predicates
@@ -590,7 +604,7 @@ exp(\+ G, D, Anc, [Node], Proved, false) :- !,
     ;   why_not(G, D1, Anc, Why),
         Node = node(\+ G, "negation as failure: the negated goal fails", Why, true), Proved = true ).
 exp(user:checked(G), D, Anc, Nodes, Proved, false) :- !,
-    safe_body(checked, G, Safe), exp(Safe, D, Anc, Nodes, Proved, _).
+    checked_body(G, Safe), exp(Safe, D, Anc, Nodes, Proved, _).
 exp(G, D, Anc, Nodes, Proved, false) :-
     (   native(G)
     ->  ex_det(G, D, Anc, Nodes), Proved = true

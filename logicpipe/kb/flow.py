@@ -19,7 +19,7 @@ from ..core.records import Record, Usage
 from ..llm import Completion, LLMClient, LLMError, Request
 from ..run.folder import ErrorBudget
 from .knowledge import Percept, parse_percept
-from .terms import Operators, Term, parse_goals
+from .terms import Term
 
 Reply = Completion | LLMError
 Flow = Generator[Request, Reply, Any]  # returns the input's record
@@ -51,11 +51,12 @@ def code_block(text: str) -> str:
     return match.group(1) if match else text
 
 
-def read_goals(text: str, ops: Operators = ()) -> tuple[list[Term], list[str]]:
-    """Goals from a model's reply: the whole block if it parses, else line by line (models often drop
-    the full stops), so one bad line costs only itself. Returns (terms, "line -- why" for the rest)."""
+def read_goals(text: str, read: Callable[[str], list[Term]]) -> tuple[list[Term], list[str]]:
+    """Goals from a model's reply, read by `read` (KnowledgeBase.read, SWI-Prolog's reader): the whole
+    block if it parses, else line by line (models often drop the full stops), so one bad line costs
+    only itself. Returns (terms, "line -- why" for the rest)."""
     try:
-        return parse_goals(text, ops), []
+        return read(text), []
     except ProgramParseError as whole:
         lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("%")]
         if len(lines) < 2:
@@ -64,7 +65,7 @@ def read_goals(text: str, ops: Operators = ()) -> tuple[list[Term], list[str]]:
     errors: list[str] = []
     for line in lines:
         try:
-            terms += parse_goals(line, ops)
+            terms += read(line)
         except ProgramParseError as exc:
             errors.append(f"{line} -- {exc}")
     return terms, errors

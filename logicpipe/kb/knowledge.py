@@ -8,10 +8,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ProgramParseError, UsageError
-from .prolog import PrologProcess, ProofLimits
-from .safety import check_goal
-from .terms import Term, canonical, ground, parse_goals, parse_term, show
+from ..core.errors import ProgramParseError, SolverTimeout, UsageError
+from .prolog import EngineExited, PrologProcess, ProofLimits
+from .safety import GoalRejected
+from .terms import Term, canonical, from_postfix, ground, parse_term, show
 
 NOT_DERIVABLE = "not derivable: false, or missing from the KB"
 # The three verdicts of a proof: the goal holds, the search finished without an answer, or it did not
@@ -103,17 +103,22 @@ class KnowledgeBase:
     path: Path
     limits: ProofLimits = field(default_factory=ProofLimits)
     percepts: list[Percept] = field(default_factory=list)
+    allow: tuple[str, ...] = ()  # builtins (name/arity) the KB's own rules may call for a goal (--allow)
 
     def __post_init__(self) -> None:
-        self.process = PrologProcess(kb_files(self.path), self.limits)
+        self.process = PrologProcess(kb_files(self.path), self.limits, self.allow)
         loaded = self.process.loaded
+        refused = sorted(set(self.allow) - {f"{name}/{arity}" for name, arity in loaded["allowed"]})
+        if refused:
+            self.process.close()
+            raise UsageError(f"--allow {refused[0]}: not a builtin predicate that can be allowed (a meta-predicate "
+                             "or an unknown name)")
         self.messages = [LoadMessage(**m) for m in loaded["messages"]]
         self.predicates = [Predicate(**p) for p in loaded["predicates"]]
         # Left-recursive predicates tabled by the engine so that they terminate with complete answers.
         self.auto_tabled: list[str] = loaded["tabled"]
         # Operators the KB declares (priority, type, name): goals may use them as the KB does.
         self.operators: list[tuple[int, str, str]] = [(p, t, n) for p, t, n in loaded["operators"]]
-        self.allowed = {(p.name, p.arity) for p in self.predicates} | {(p.name, 1) for p in self.percepts}
 
     @property
     def errors(self) -> list[LoadMessage]:
@@ -124,17 +129,37 @@ class KnowledgeBase:
             raise UsageError(f"the KB does not load: {self.errors[0]}"
                              + (f" (and {len(self.errors) - 1} more errors)" if len(self.errors) > 1 else ""))
 
+    def read(self, text: str) -> list[Term]:
+        """Goals as SWI-Prolog reads them with the KB's operators (each ended by '.', as `?-` queries are
+        written; a last full stop may be left out); raises ProgramParseError with Prolog's own message."""
+        source = text.strip().removeprefix("?-")
+        if source.strip() and not re.search(r"\.\s*$", source):
+            source += "."
+        reply = self.process.read(source)
+        if reply["error"] is not None:
+            raise ProgramParseError(reply["error"], text=text.strip())
+        return [from_postfix(items) for items in reply["terms"]]
+
     def check(self, text: str, percepts: Sequence[Percept] = ()) -> Term:
-        """Parse one goal and check every called predicate; raises ProgramParseError/GoalRejected."""
-        goals = parse_goals(text, self.operators)
+        """Read one goal and check it as it will run; raises ProgramParseError/GoalRejected."""
+        goals = self.read(text)
         if len(goals) != 1:
             raise ProgramParseError(f"expected one goal, found {len(goals)}", text=text)
         self.check_term(goals[0], percepts)
         return goals[0]
 
     def check_term(self, term: Term, percepts: Sequence[Percept] = ()) -> None:
-        """`percepts` add to (and override) the KB's own, for this goal only."""
-        check_goal(term, self.allowed | {(p.name, 1) for p in percepts})
+        """Both layers of the sandbox, before the goal runs (they check again while it runs); `percepts`
+        add to (and override) the KB's own, for this goal only."""
+        names = sorted({p.name for p in [*self.percepts, *percepts]})
+        reply = self.process.check(canonical(term), names)
+        if reply["ok"]:
+            return
+        reason = reply["reason"]
+        name = (reply["predicate"] or "").rsplit("/", 1)[0]
+        known = sorted(f"{p.name}/{p.arity}" for p in self.predicates if name and p.name == name)
+        hint = f" (the KB defines {', '.join(known)})" if known else ""
+        raise GoalRejected(f"{reason}{hint}", text=show(term, self.operators))
 
     def prove(self, text: str, percepts: Sequence[Percept] = ()) -> dict[str, Any]:
         """A JSON-ready result (see prove_term)."""
@@ -145,7 +170,12 @@ class KnowledgeBase:
         tree}], "truncated": more solutions may exist than shown} plus, when they apply, "reason" (why
         the search did not finish: always there for unknown, and for a proved goal whose solution list a
         limit cut), "limit" (time, inferences or memory) and "explored" (the tree of a failed search)."""
-        reply = self.process.prove(canonical(term), [p.wire() for p in [*self.percepts, *percepts]])
+        try:
+            reply = self.process.prove(canonical(term), [p.wire() for p in [*self.percepts, *percepts]])
+        except (SolverTimeout, EngineExited) as exc:
+            # The engine stopped answering (and was replaced by a fresh one) or died: no verdict either way.
+            limit = "time" if isinstance(exc, SolverTimeout) else None
+            reply = {"status": UNKNOWN, "solutions": [], "truncated": False, "reason": str(exc), "limit": limit}
         result: dict[str, Any] = {"goal": show(term, self.operators), "status": reply["status"],
                                   "proved": reply["status"] == PROVED, "solutions": reply["solutions"],
                                   "truncated": reply["truncated"]}

@@ -21,6 +21,7 @@ from ..solvers.lp import swipl_path
 from .safety import allowed_builtins
 
 ENGINE = Path(__file__).with_name("engine.pl")
+GUARD = Path(__file__).with_name("guard.pl")  # loaded by the engine; its rewriting is compiled into a KB
 _REPLY = "@@reply "
 # Headroom over the Prolog stacks for the executable, its libraries and the atom table.
 _OVERHEAD_MB = 1024
@@ -61,7 +62,7 @@ def _cache_entry(path: Path, folder: Path) -> tuple[Path, Path] | None:
     text = path.read_bytes()
     if _LOADS_OTHERS.search(text.decode("utf-8", "replace")):
         return None
-    key = hashlib.sha256(ENGINE.read_bytes() + b"\0" + text).hexdigest()[:32]
+    key = hashlib.sha256(ENGINE.read_bytes() + b"\0" + GUARD.read_bytes() + b"\0" + text).hexdigest()[:32]
     entry = folder / key
     entry.mkdir(exist_ok=True)
     source = entry / "kb.pl"
@@ -72,11 +73,17 @@ def _cache_entry(path: Path, folder: Path) -> tuple[Path, Path] | None:
     return source, entry / "kb.qlf"
 
 
+class EngineExited(ProgramExecutionError):
+    """The engine process died (a memory cap, a crash); it is replaced by a freshly loaded one."""
+
+
 class PrologProcess:
-    def __init__(self, files: list[tuple[Path, str]], limits: ProofLimits):
-        """`files` are (path, name shown in file:line labels)."""
+    def __init__(self, files: list[tuple[Path, str]], limits: ProofLimits, allow: tuple[str, ...] = ()):
+        """`files` are (path, name shown in file:line labels); `allow` names builtins (name/arity) that the
+        KB's own rules may call on a goal's behalf although library(sandbox) refuses them (--allow)."""
         self.files = files
         self.limits = limits
+        self.allow = allow
         self._stderr = tempfile.TemporaryFile()
         self._buffer = b""
         self._ready = False  # a process that never loaded is not restarted
@@ -107,7 +114,9 @@ class PrologProcess:
                     cached = qlf.exists() and qlf.with_suffix(".messages.json").exists()
                     wire.update(source=str(source), qlf=str(qlf), compile=not cached)
                 files.append(wire)
-            loaded = self.request({"op": "load", "files": files, "builtins": builtins}, self.limits.load_seconds)
+            allow = [[name, int(arity)] for name, arity in (item.rsplit("/", 1) for item in self.allow)]
+            loaded = self.request({"op": "load", "files": files, "builtins": builtins, "allow": allow},
+                                  self.limits.load_seconds)
             failed = any(m["kind"] == "error" for m in loaded["messages"])
             for wire in files:
                 if wire["qlf"] is None:
@@ -137,8 +146,18 @@ class PrologProcess:
         return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                 preexec_fn=bound)
 
+    def read(self, text: str) -> dict[str, Any]:
+        """{"terms": [postfix lists], "error": syntax error text or None}: `text` read by SWI-Prolog's own
+        reader with the KB's operators, up to its first syntax error."""
+        return self.request({"op": "read", "text": text})
+
+    def check(self, goal: str, percepts: list[str]) -> dict[str, Any]:
+        """{"ok": true} or {"ok": false, "layer", "reason", "predicate"}: whether the goal (canonical text)
+        may run, by both layers of the sandbox; `percepts` are the names of percepts it brings."""
+        return self.request({"op": "check", "goal": goal, "percepts": percepts})
+
     def prove(self, goal: str, percepts: list[dict[str, str]] | None = None) -> dict[str, Any]:
-        """`goal` must be canonical text from terms.canonical (checked by safety.check_goal)."""
+        """`goal` must be canonical text from terms.canonical; the engine checks it again as it runs."""
         limits = self.limits
         request = {"op": "prove", "goal": goal, "depth": min(limits.depth, MAX_TREE_DEPTH),
                    "inferences": limits.inferences, "time": limits.seconds,
@@ -156,7 +175,7 @@ class PrologProcess:
         except BrokenPipeError:
             message = self._last_error()
             self._restart()
-            raise ProgramExecutionError(f"SWI-Prolog exited: {message}") from None
+            raise EngineExited(f"SWI-Prolog exited: {message}") from None
         line = self._read_reply(time.monotonic() + timeout)
         try:
             reply = json.loads(line)
@@ -186,7 +205,7 @@ class PrologProcess:
                 if not chunk:
                     message = self._last_error()
                     self._restart()
-                    raise ProgramExecutionError(f"SWI-Prolog exited: {message}")
+                    raise EngineExited(f"SWI-Prolog exited: {message}")
                 self._buffer += chunk
 
     def _last_error(self) -> str:

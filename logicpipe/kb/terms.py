@@ -1,7 +1,8 @@
-"""A reader for Prolog goals written by a model, and a writer of the canonical text sent to SWI-Prolog.
+"""Prolog terms as Python data: built from what SWI-Prolog's own reader read (from_postfix), written back
+in canonical functional notation for the engine and shown with a KB's operators.
 
-Model-written goals never reach Prolog's own reader as written: they are parsed here into a small
-term tree, checked (safety.py), and written back in canonical functional notation.
+Goals are read by SWI-Prolog (engine.pl's "read" request), so what parses in `swipl` parses here. The
+small reader below is for data only: percept values and `kb add`'s facts.
 """
 
 from __future__ import annotations
@@ -333,6 +334,27 @@ def parse_term(source: str, ops: Operators = ()) -> Term:
     return terms[0]
 
 
+_LEAVES: dict[str, Callable[[str], Term]] = {"v": Var, "a": Atom, "n": Number, "s": String}
+
+
+def from_postfix(items: list[list[Any]]) -> Term:
+    """A term from the engine's flat postfix list (engine.pl, items//2), built with a list for a stack:
+    ["v", name], ["a", name], ["n", text], ["s", text], ["c", name, arity] (takes the last arity terms)."""
+    stack: list[Term] = []
+    for item in items:
+        kind = item[0]
+        if kind == "c":
+            arity = item[2]
+            args = tuple(stack[len(stack) - arity:]) if arity else ()
+            del stack[len(stack) - arity:]
+            stack.append(Compound(item[1], args) if arity else Atom(item[1]))
+        else:
+            stack.append(_LEAVES[kind](item[1]))
+    if len(stack) != 1:
+        raise ProgramParseError(f"the engine sent {len(stack)} terms for one")
+    return stack[0]
+
+
 def subterms(term: Term) -> Iterator[Term]:
     """Every subterm, the term first (depth first, an explicit stack)."""
     stack = [term]
@@ -436,7 +458,7 @@ def _list_pieces(term: Term, separator: str, priority: int) -> list[Piece]:
 def show(term: Term, ops: Operators = ()) -> str:
     """Readable text as SWI-Prolog's writeq writes it (operators as operators, parentheses where the
     priorities need them), which reads back as the same term, also with the KB's operators `ops`."""
-    infix, prefix = _tables(ops)
+    infix, prefix = _tables([(1200, "xfx", ":-"), *ops])  # a clause inside a goal, as in assertz((H :- B))
 
     def operand(t: Term, max_priority: int) -> list[Piece]:
         """A term as an operator's argument: operator atoms and negative numbers in parentheses."""

@@ -7,7 +7,7 @@ import pytest
 from logicpipe.core.errors import ProgramExecutionError, ProgramParseError, SolverTimeout
 from logicpipe.kb.knowledge import KnowledgeBase
 from logicpipe.kb.prolog import ProofLimits
-from logicpipe.kb.safety import GoalRejected, check_goal
+from logicpipe.kb.safety import GoalRejected
 from logicpipe.kb.terms import canonical, parse_goals
 
 FAMILY = """\
@@ -144,10 +144,26 @@ def test_check_lists_predicates_and_reports_syntax_errors_with_file_line(kbcli, 
                                   "open('{marker}', write, S)"])
 def test_unsafe_goals_are_rejected_and_nothing_runs(kbcli, kb, tmp_path, goal):
     marker = tmp_path / "marker"
-    done = kbcli("kb", "prove", str(kb), "parent(tom, bob)", goal.format(marker=marker), timeout=60)
-    assert done.returncode == 2, done.stdout + done.stderr
-    assert done.stderr.startswith("error: ") and done.stdout == ""
+    alone = kbcli("kb", "prove", str(kb), goal.format(marker=marker), timeout=60)
+    assert alone.returncode == 2, alone.stdout + alone.stderr
+    assert alone.stderr.startswith("error: refused by ") and alone.stdout == ""
+    # Among several goals, the refused one is that goal's unknown and the others are answered.
+    done = kbcli("kb", "prove", str(kb), "parent(tom, bob)", goal.format(marker=marker), "--format", "json",
+                 timeout=60)
+    assert done.returncode == 1, done.stdout + done.stderr
+    proved, refused = (json.loads(line) for line in done.stdout.splitlines())
+    assert proved["status"] == "proved"
+    assert refused["status"] == "unknown" and refused["reason"].startswith("refused by ")
     assert not marker.exists()
+
+
+def test_an_undefined_goal_in_a_batch_is_its_own_unknown(kbcli, kb):
+    done = kbcli("kb", "prove", str(kb), "ancestor(tom, joe)", "ancestr(tom, joe)", "parent(X, bob)",
+                 "--format", "json", timeout=60)
+    first, undefined, last = (json.loads(line) for line in done.stdout.splitlines())
+    assert first["status"] == last["status"] == "proved"
+    assert undefined["status"] == "unknown" and "ancestr/2" in undefined["reason"]
+    assert done.returncode == 1
 
 
 def test_parser_round_trips_to_canonical_text():
@@ -166,12 +182,16 @@ def test_parser_round_trips_to_canonical_text():
 
 @pytest.mark.parametrize("goal", ["forall(member(X, [1]), retract(X))", "ancestor(X, Y), shell(x)",
                                   "\\+ shell(x)", "findall(X, shell(x), L)", "G = shell(x), G", "call(shell(x))",
-                                  "(true ; halt)", "aggregate_all(count, delete_file(f), N)", "ancestor(X)"])
-def test_nested_and_indirect_calls_are_checked(goal):
-    with pytest.raises(GoalRejected):
-        check_goal(parse_goals(goal)[0], {("ancestor", 2)})
-    with pytest.raises(GoalRejected, match="module-qualified"):
-        check_goal(parse_goals("system:shell(x)")[0], {("ancestor", 2)})
+                                  "(true ; halt)", "aggregate_all(count, delete_file(f), N)", "ancestor(X)",
+                                  "system:shell(x)", "kb:shell(x)", "user:ancestor(X, Y)"])
+def test_nested_and_indirect_calls_are_checked(kb, goal):
+    with KnowledgeBase(kb) as base, pytest.raises(GoalRejected, match="^refused by (the whitelist|library.sandbox)"):
+        base.check(goal)
+
+
+def test_a_refused_predicate_the_kb_defines_at_another_arity_is_named(kb):
+    with KnowledgeBase(kb) as base, pytest.raises(GoalRejected, match=r"\(the KB defines ancestor/2\)"):
+        base.check("ancestor(tom)")
 
 
 def test_output_printed_by_the_kb_does_not_disturb_replies(tmp_path):

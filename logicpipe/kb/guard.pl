@@ -1,0 +1,423 @@
+% logicpipe kb guard: what stands between a goal (typed, or written by a model) and anything but the
+% KB's own predicates and pure builtins. Loaded by engine.pl, in module user like it.
+%
+% Layer 1, the whitelist (safe_body/3). When the KB loads, every place where its code calls a term it
+% did not write (a variable body goal, call/N, a meta-argument of a builtin, a clause it asserts, a
+% format directive ~@) is rewritten into a wrapper that checks the term when it runs. A goal from
+% outside, and every term such a wrapper is about to call, is checked in mode `checked`: each goal in it
+% must be a KB predicate, a percept or an allowed builtin. Which arguments of a builtin are goals is read
+% from SWI-Prolog's own meta_predicate declarations (0..9, ^, // and :), not from a table kept here.
+%
+% Layer 2, library(sandbox) (sandbox_check/1), the analysis SWISH runs anonymous users' code under.
+% The same goal and the same terms must also pass safe_goal/1, which walks the KB's own clauses too: a
+% KB rule with side effects (files, shell, network, halt) is refused unless the command named that
+% builtin with --allow. The wrappers are declared safe to it, since each checks again when it runs.
+%
+% Limits cannot be caught: catch/3 and catch_with_backtrace/3 are rewritten to re-throw the engine's own
+% exceptions (time, inferences, memory, a refusal), and an exception hook notes any limit that fired
+% (engine.pl's bounded/3 then reports the goal unknown, whatever it did afterwards).
+
+:- use_module(library(sandbox)).
+:- use_module(library(prolog_format), [format_types/2]).
+
+% library(sandbox) loads library(apply_macros), whose global goal expansion would compile the KB's
+% maplist/forall calls into helper predicates: the KB is compiled as plain SWI-Prolog compiles it.
+:- forall(( member(H, [system:goal_expansion(_, _), system:goal_expansion(_, _, _, _)]),
+            clause(H, Body, Ref),
+            \+ \+ ( sub_term(S, Body), compound(S), functor(S, expand_apply, _) ) ),
+          erase(Ref)).
+
+:- dynamic sandbox_general/3, allowed_effect/2.
+
+% --- layer 1: the whitelist -------------------------------------------------------------------------
+
+% safe_body(+Mode, +Goal, -Safe): Goal with every call of a term it did not write made a checked call.
+% Mode trusted: the KB's own code (its literal goals run as written). Mode checked: a goal from
+% outside, or a term reaching a meta-call at run time: every literal goal must be allowed too.
+safe_body(_, G, user:checked(G)) :- var(G), !.
+safe_body(trusted, G, G) :- G = M:W, M == user, nonvar(W), wrapper(W), !.   % already rewritten (asserted at load)
+safe_body(Mode, M:G, Safe) :- !,
+    (   var(M) -> Safe = user:checked(M:G)                     % checked again once M is known
+    ;   M == kb -> safe_body(Mode, G, Safe)
+    ;   Mode == trusted, nonvar(G) -> safe_body(trusted, G, SafeG), Safe = M:SafeG
+    ;   Mode == trusted -> Safe = user:checked(M:G)            % refused when it runs: M is not kb
+    ;   throw(refused(whitelist, M:G))
+    ).
+safe_body(Mode, (A, B), (SA, SB)) :- !, safe_body(Mode, A, SA), safe_body(Mode, B, SB).
+safe_body(Mode, (A ; B), (SA ; SB)) :- !, safe_body(Mode, A, SA), safe_body(Mode, B, SB).
+safe_body(Mode, (A -> B), (SA -> SB)) :- !, safe_body(Mode, A, SA), safe_body(Mode, B, SB).
+safe_body(Mode, (A *-> B), (SA *-> SB)) :- !, safe_body(Mode, A, SA), safe_body(Mode, B, SB).
+safe_body(Mode, \+ A, \+ SA) :- !, safe_body(Mode, A, SA).
+safe_body(_, !, !) :- !.
+safe_body(Mode, G, Safe) :-
+    (   callable(G) -> true ; throw(error(type_error(callable, G), _)) ),
+    functor(G, N, A),
+    (   Mode == checked, \+ allowed(N, A) -> throw(refused(whitelist, N/A)) ; true ),
+    safe_call(Mode, G, N, A, Safe).
+
+allowed(N, A) :- kb_pred(N, A), !.
+allowed(N, A) :- percept_pred(N, A), !.
+allowed(N, A) :- extra_allowed(N, A), !.
+allowed(N, A) :- allowed_builtin(N, A).
+
+:- dynamic extra_allowed/2.   % percepts a goal brings, while it is checked before it runs
+
+% safe_call(+Mode, +G, +N, +A, -Safe): one call that is not a control construct.
+safe_call(Mode, G, _, _, Safe) :-                          % catch/3, catch_with_backtrace/3
+    catch_goal(G, Goal, Catcher, Recovery, Rebuild), !,
+    safe_body(Mode, Goal, SafeGoal),
+    safe_body(Mode, Recovery, SafeRecovery),
+    call(Rebuild, SafeGoal, Ball, user:lp_recover(Ball, Catcher, SafeRecovery), Safe).
+safe_call(Mode, G, _, _, Safe) :-                          % assert/1,2, asserta/1,2, assertz/1,2
+    assert_goal(G, How, Clause, Rest), !,
+    (   Mode == trusted, literal_clause(Clause, Literal)
+    ->  (   Literal = (_ :- _) -> Safe = user:literal_assert(How, Literal, Rest) ; Safe =.. [How, Literal|Rest] )
+    ;   Safe = user:safe_assert(How, Clause, Rest)
+    ).
+safe_call(Mode, G, _, _, (Safe, user:lp_limit_result(Result))) :-   % a KB's own nested limit
+    limited_goal(G, Goal, Rebuild, Result), !,
+    safe_body(Mode, Goal, SafeGoal),
+    call(Rebuild, SafeGoal, Safe).
+safe_call(Mode, apply(C, Args), _, _, Safe) :- !,           % its closure is not declared a meta-argument
+    (   Mode == trusted, nonvar(C), is_list(Args)
+    ->  length(Args, N), safe_closure(N, C, SafeC), Safe = apply(SafeC, Args)
+    ;   Safe = user:lp_apply(C, Args)
+    ).
+safe_call(Mode, G, N, A, Safe) :-
+    \+ kb_local(N, A),
+    predicate_property(user:G, meta_predicate(Spec)),
+    !,
+    G =.. [N|Args], Spec =.. [_|Specs],
+    maplist(safe_arg(Mode), Specs, Args, SafeArgs),
+    Safe0 =.. [N|SafeArgs],
+    (   format_goal(Safe0, _, _, _) -> safe_format(Mode, Safe0, Safe)
+    ;   maplist(settled_colon, Specs, SafeArgs) -> Safe = Safe0
+    ;   Safe = user:lp_colon(Safe0)                            % a module-sensitive argument from outside
+    ).
+safe_call(_, G, _, _, G).
+
+% Defined by the KB itself (its meta-arguments are then the KB's business, checked where it calls them).
+kb_local(N, A) :- current_predicate(kb:N/A), functor(H, N, A), \+ predicate_property(kb:H, imported_from(_)).
+
+limited_goal(call_with_depth_limit(G, L, R), G, rebuild_limited(call_with_depth_limit, L, R), R).
+limited_goal(call_with_inference_limit(G, L, R), G, rebuild_limited(call_with_inference_limit, L, R), R).
+
+rebuild_limited(Name, L, R, G, Safe) :- Safe =.. [Name, G, L, R].
+
+catch_goal(catch(G, C, R), G, C, R, rebuild_catch(catch)).
+catch_goal(catch_with_backtrace(G, C, R), G, C, R, rebuild_catch(catch_with_backtrace)).
+
+rebuild_catch(Name, G, Ball, Recovery, Safe) :- Safe =.. [Name, G, Ball, Recovery].
+
+assert_goal(G, How, Clause, Rest) :-
+    compound(G), G =.. [How, Clause|Rest],
+    memberchk(How, [assert, asserta, assertz]), length(Rest, L), L =< 1.
+
+% literal_clause(+Clause, -Safe): a clause whose head and body are written out in the KB's source: its
+% body is rewritten now, as the KB's own code (a variable inside it is still checked when it runs). A
+% fact whose head is written out asserts data only.
+literal_clause(Clause, Safe) :-
+    nonvar(Clause), Clause = (H :- B), !,
+    nonvar(H), H \= _:_, nonvar(B),
+    safe_body(trusted, B, SafeB),
+    Safe = (H :- SafeB).
+literal_clause(Clause, Clause) :-
+    nonvar(Clause), Clause \= _:_.
+
+safe_arg(Mode, 0, G, Safe) :- !, safe_body(Mode, G, Safe).
+safe_arg(Mode, ^, G, Safe) :- !, safe_carets(Mode, G, Safe).
+safe_arg(Mode, //, G, Safe) :- !, safe_grammar(Mode, G, Safe).
+safe_arg(Mode, N, C, Safe) :- integer(N), !,
+    (   var(C) -> Safe = user:lp_closure(C)
+    ;   Mode == checked -> Safe = user:lp_closure(C)
+    ;   safe_closure(N, C, Safe)
+    ).
+safe_arg(_, _, A, A).
+
+safe_carets(Mode, G, Safe) :- nonvar(G), G = V^Inner, !, Safe = V^SafeInner, safe_carets(Mode, Inner, SafeInner).
+safe_carets(Mode, G, Safe) :- safe_body(Mode, G, Safe).
+
+% A closure written in the KB's code (maplist(foo, L), foldl(call(G), ...)): the goal it makes once its
+% arguments are added is rewritten like any body; if that changes it, the closure becomes a lambda over
+% the rewritten goal that shares the closure's own variables (a term from outside bound to them later
+% is checked when the lambda runs).
+safe_closure(_, Free/Lambda, Free/Safe) :- nonvar(Lambda), Lambda = (_>>_), !, safe_lambda(Lambda, Safe).
+safe_closure(_, Lambda, Safe) :- nonvar(Lambda), Lambda = (_>>_), !, safe_lambda(Lambda, Safe).
+safe_closure(_, C, C) :- \+ callable(C), !.                  % not a closure: the call says so
+safe_closure(N, C, Safe) :-
+    length(Extra, N),
+    closure_goal(C, Extra, G),
+    safe_body(trusted, G, SafeG),
+    (   SafeG == G -> Safe = C
+    ;   term_variables(C, Vars), Free =.. [v|Vars], Safe = user:lp_lambda(Free, Extra, SafeG)
+    ).
+
+% A library(yall) lambda in the KB's code: its body may call a term it was given, like any body.
+safe_lambda(Params>>Body, Params>>Safe) :- safe_body(trusted, Body, Safe).
+
+% A grammar body (phrase/2,3): translated as a DCG rule's body is, the goal checked like any body.
+safe_grammar(_, G, user:lp_dcg(G)) :- var(G), !.
+safe_grammar(Mode, G, Safe) :-
+    dcg_translate_rule((lp_dcg --> G), (Head :- Body)),
+    Head =.. [_, S0, S],
+    safe_body(Mode, Body, SafeBody),
+    (   Mode == trusted, SafeBody == Body -> Safe = G
+    ;   Safe = user:lp_dcg_body(S0, S, SafeBody)
+    ).
+
+% A `:` argument needs no run-time check when its module is settled: written out, and not Var:Term.
+settled_colon(:, A) :- !, nonvar(A), ( A = M:_ -> atom(M) ; true ).
+settled_colon(_, _).
+
+% format/2,3 and debug/3: the arguments that a ~@ directive calls are goals.
+format_goal(format(F, Args), F, Args, format(F)).
+format_goal(format(Out, F, Args), F, Args, format(Out, F)).
+format_goal(debug(Topic, F, Args), F, Args, debug(Topic, F)).
+
+safe_format(Mode, G, Safe) :-
+    format_goal(G, F, Args, Partial),
+    (   ground(F), is_list(Args), format_called(F, Args, Called)
+    ->  maplist(safe_format_arg(Mode), Called, Args, SafeArgs),
+        call_args(Partial, [SafeArgs], Safe)
+    ;   Safe = user:lp_format(G)                               % the format is known only when it runs
+    ).
+
+format_called(F, Args, Called) :-
+    catch(format_types(F, Types), _, fail),
+    length(Types, N), length(Args, N),
+    maplist(called_type, Types, Called).
+
+called_type(callable, true) :- !.
+called_type(_, false).
+
+safe_format_arg(Mode, true, A, Safe) :- !, safe_body(Mode, A, Safe).
+safe_format_arg(_, false, A, A).
+
+call_args(Partial, Extra, G) :- Partial =.. L0, append(L0, Extra, L), G =.. L.
+
+wrapper(checked(_)).
+wrapper(W) :- compound(W), compound_name_arity(W, Name, _),
+    memberchk(Name, [lp_closure, lp_lambda, lp_dcg, lp_dcg_body, lp_recover, lp_colon, lp_format, lp_apply,
+                     safe_assert, literal_assert]).
+
+% --- the wrappers: each checks, by both layers, what it is about to call ------------------------------
+
+user:checked(G) :- checked_body(G, Safe), call(kb:Safe).
+
+% checked_body(+G, -Safe): G from outside, as it may run; a refusal by either layer is thrown.
+checked_body(G, Safe) :- safe_body(checked, G, Safe), sandbox_check(G).
+
+user:lp_closure(C, A1) :- closure_call(C, [A1]).
+user:lp_closure(C, A1, A2) :- closure_call(C, [A1, A2]).
+user:lp_closure(C, A1, A2, A3) :- closure_call(C, [A1, A2, A3]).
+user:lp_closure(C, A1, A2, A3, A4) :- closure_call(C, [A1, A2, A3, A4]).
+user:lp_closure(C, A1, A2, A3, A4, A5) :- closure_call(C, [A1, A2, A3, A4, A5]).
+user:lp_closure(C, A1, A2, A3, A4, A5, A6) :- closure_call(C, [A1, A2, A3, A4, A5, A6]).
+user:lp_closure(C, A1, A2, A3, A4, A5, A6, A7) :- closure_call(C, [A1, A2, A3, A4, A5, A6, A7]).
+
+closure_call(C, Args) :- closure_goal(C, Args, G), user:checked(G).
+
+closure_goal(C, _, _) :- var(C), !, throw(error(instantiation_error, _)).
+closure_goal(M:C, Extra, M:G) :- !, closure_goal(C, Extra, G).
+closure_goal(C, Extra, G) :-
+    (   callable(C) -> true ; throw(error(type_error(callable, C), _)) ),
+    C =.. L0, append(L0, Extra, L), G =.. L.
+
+% A lambda made by safe_closure/3: a fresh copy of its parameters and goal per call, sharing Free.
+user:lp_lambda(F, P, G, A1) :- lambda_call(F, P, G, [A1]).
+user:lp_lambda(F, P, G, A1, A2) :- lambda_call(F, P, G, [A1, A2]).
+user:lp_lambda(F, P, G, A1, A2, A3) :- lambda_call(F, P, G, [A1, A2, A3]).
+user:lp_lambda(F, P, G, A1, A2, A3, A4) :- lambda_call(F, P, G, [A1, A2, A3, A4]).
+user:lp_lambda(F, P, G, A1, A2, A3, A4, A5) :- lambda_call(F, P, G, [A1, A2, A3, A4, A5]).
+user:lp_lambda(F, P, G, A1, A2, A3, A4, A5, A6) :- lambda_call(F, P, G, [A1, A2, A3, A4, A5, A6]).
+user:lp_lambda(F, P, G, A1, A2, A3, A4, A5, A6, A7) :- lambda_call(F, P, G, [A1, A2, A3, A4, A5, A6, A7]).
+
+lambda_call(Free, Params, Goal, Args) :-
+    copy_term(Free-Params-Goal, Free1-Params1-Goal1),
+    Free1 = Free, Params1 = Args,
+    call(kb:Goal1).
+
+user:lp_apply(C, Args) :- closure_goal(C, Args, G), user:checked(G).
+
+% A grammar body known only when it runs (phrase(G, L) with G from outside).
+user:lp_dcg(G, S0, S) :-
+    (   var(G) -> throw(error(instantiation_error, _)) ; true ),
+    dcg_translate_rule((lp_dcg --> G), (Head :- Body)),
+    Head =.. [_, S0, S],
+    user:checked(Body).
+
+user:lp_dcg_body(S0, S, Body, S0, S) :- call(kb:Body).
+
+% The recovery of a rewritten catch/3: the engine's own exceptions go on up, whatever the catcher.
+user:lp_recover(Ball, Catcher, Recovery) :-
+    (   engine_ball(Ball) -> throw(Ball)
+    ;   Ball = Catcher -> call(kb:Recovery)
+    ;   throw(Ball)
+    ).
+
+% A limit the KB set itself that cut its search short: noted like the engine's own (the result of a
+% search it truncated is no answer).
+user:lp_limit_result(Result) :-
+    (   memberchk(Result, [depth_limit_exceeded, inference_limit_exceeded]), nb_current(lp_fired, none)
+    ->  nb_setval(lp_fired, Result)
+    ;   true
+    ).
+
+engine_ball(Ball) :- var(Ball), !, fail.
+engine_ball(time_limit_exceeded).
+engine_ball(inference_limit_exceeded).
+engine_ball(error(resource_error(_), _)).
+engine_ball(refused(_, _)).
+engine_ball('$aborted').
+
+% A clause the KB asserts that was not written out in its source: it goes into kb, only for one of the
+% KB's own dynamic predicates, and its body may call only what a goal may call (both layers).
+user:safe_assert(How, Clause0, Rest) :-
+    asserted_clause(Clause0, Clause),
+    Goal =.. [How, kb:Clause|Rest],
+    call(Goal).
+
+% A clause written out in the KB's source, rewritten at load: library(sandbox) still sees what its body
+% calls (it refuses every clause with a body as such).
+user:literal_assert(How, (H :- B), Rest) :-
+    sandbox_check(B),
+    Goal =.. [How, kb:(H :- B)|Rest],
+    call(Goal).
+
+asserted_clause(C, _) :- var(C), !, throw(error(instantiation_error, _)).
+asserted_clause(M:C, Safe) :- !,
+    (   M == kb -> asserted_clause(C, Safe) ; throw(refused(whitelist, assert(M:C))) ).
+asserted_clause((H :- B), (H :- SafeB)) :- !,
+    asserted_head(H),
+    (   var(B) -> SafeB = user:checked(B) ; checked_body(B, SafeB) ).
+asserted_clause(H, H) :- asserted_head(H).
+
+asserted_head(H) :- var(H), !, throw(error(instantiation_error, _)).
+asserted_head(H) :-
+    (   callable(H) -> true ; throw(error(type_error(callable, H), _)) ),
+    functor(H, N, A),
+    (   kb_pred(N, A), predicate_property(kb:H, dynamic) -> true
+    ;   percept_pred(N, A) -> true
+    ;   throw(refused(whitelist, assert(N/A)))
+    ).
+
+% A builtin with a module-sensitive argument (retract/1, clause/2, abolish/1, ...) whose argument came
+% from outside: it may name only the KB's module.
+user:lp_colon(G) :-
+    functor(G, N, A), functor(Spec0, N, A),
+    predicate_property(user:Spec0, meta_predicate(Spec)),
+    forall(( arg(I, Spec, (:)), arg(I, G, Arg) ), kb_module_term(Arg)),
+    sandbox_check(G),
+    call(kb:G).
+
+kb_module_term(T) :- var(T), !.
+kb_module_term(M:T) :- !, ( M == kb -> kb_module_term(T) ; throw(refused(whitelist, M:T)) ).
+kb_module_term(_).
+
+% format/2,3 or debug/3 whose format or arguments are known only when it runs.
+user:lp_format(G) :-
+    format_goal(G, F, Args0, Partial),
+    (   is_list(Args0) -> Args = Args0 ; Args = [Args0] ),
+    (   format_called(F, Args, Called)
+    ->  maplist(safe_format_arg(checked), Called, Args, SafeArgs),
+        call_args(Partial, [Args], Plain), sandbox_check(Plain),
+        call_args(Partial, [SafeArgs], Safe),
+        call(kb:Safe)
+    ;   throw(refused(whitelist, G))                           % a format its reader cannot read
+    ).
+
+% --- layer 2: library(sandbox) ----------------------------------------------------------------------
+
+% sandbox_check(+G): G (called in kb) passes library(sandbox)'s safe_goal/1, or refused(sandbox, E) is
+% thrown. A predicate whose most general call is safe is remembered as safe (sandbox itself proves the
+% general form first and relies on it the same way).
+sandbox_check(G) :- var(G), !.
+sandbox_check(G) :-
+    general_safe(G), !.
+sandbox_check(G) :-
+    sandbox_goal(G, [], Declared),
+    forget_declared(Declared).
+
+% A KB predicate that does not exist (yet) stops library(sandbox)'s walk with an existence error, leaving
+% what comes after it unexamined. It is declared dynamic (no clauses: nothing to run) for the walk only,
+% and the walk is repeated; the call itself still raises the existence error, as in plain SWI-Prolog.
+sandbox_goal(G, Declared0, Declared) :-
+    catch(safe_goal(kb:G), E, true),
+    (   var(E) -> Declared = Declared0
+    ;   E = error(existence_error(procedure, PI), _), missing_kb_predicate(PI, N/A),
+        \+ memberchk(N/A, Declared0), length(Declared0, L), L < 100
+    ->  dynamic(kb:N/A),
+        sandbox_goal(G, [N/A|Declared0], Declared)
+    ;   forget_declared(Declared0),
+        throw(refused(sandbox, E))
+    ).
+
+missing_kb_predicate(M:G, N/A) :- M == kb, callable(G), functor(G, N, A).   % sandbox names the goal
+
+forget_declared(Declared) :-
+    forall(member(N/A, Declared),
+           ( functor(H, N, A), ( predicate_property(kb:H, number_of_clauses(0)) -> abolish(kb:N/A) ; true ) )).
+
+general_safe(G) :-
+    callable(G), \+ G = _:_,
+    functor(G, N, A),
+    \+ ( compound(G), arg(_, G, Arg), nonvar(Arg), Arg = _:_ ),
+    (   sandbox_general(N, A, Safe) -> true
+    ;   functor(Gen, N, A),
+        ( catch(safe_goal(kb:Gen), _, fail) -> Safe = true ; Safe = false ),
+        assertz(sandbox_general(N, A, Safe))
+    ),
+    Safe == true.
+
+% The wrappers check what they call when they run: to library(sandbox) they are safe in themselves.
+sandbox:safe_primitive(user:checked(_)).
+sandbox:safe_primitive(user:lp_closure(_, _)).
+sandbox:safe_primitive(user:lp_closure(_, _, _)).
+sandbox:safe_primitive(user:lp_closure(_, _, _, _)).
+sandbox:safe_primitive(user:lp_closure(_, _, _, _, _)).
+sandbox:safe_primitive(user:lp_closure(_, _, _, _, _, _)).
+sandbox:safe_primitive(user:lp_closure(_, _, _, _, _, _, _)).
+sandbox:safe_primitive(user:lp_closure(_, _, _, _, _, _, _, _)).
+sandbox:safe_primitive(user:lp_lambda(_, _, _, _)).
+sandbox:safe_primitive(user:lp_lambda(_, _, _, _, _)).
+sandbox:safe_primitive(user:lp_lambda(_, _, _, _, _, _)).
+sandbox:safe_primitive(user:lp_lambda(_, _, _, _, _, _, _)).
+sandbox:safe_primitive(user:lp_lambda(_, _, _, _, _, _, _, _)).
+sandbox:safe_primitive(user:lp_lambda(_, _, _, _, _, _, _, _, _)).
+sandbox:safe_primitive(user:lp_lambda(_, _, _, _, _, _, _, _, _, _)).
+sandbox:safe_primitive(user:lp_apply(_, _)).
+sandbox:safe_primitive(user:lp_dcg(_, _, _)).
+sandbox:safe_primitive(user:lp_dcg_body(_, _, _, _, _)).
+sandbox:safe_primitive(user:lp_recover(_, _, _)).
+sandbox:safe_primitive(user:safe_assert(_, _, _)).
+sandbox:safe_primitive(user:literal_assert(_, _, _)).
+sandbox:safe_primitive(user:lp_colon(_)).
+sandbox:safe_primitive(user:lp_format(_)).
+sandbox:safe_primitive(user:lp_limit_result(_)).
+
+% allow_effects(+Indicators, -Allowed): the builtins a command allowed the KB's own rules (--allow),
+% declared safe to library(sandbox) through its own declaration check (a meta-predicate cannot be).
+allow_effects(Indicators, Allowed) :-
+    findall(sandbox:safe_primitive(M:H),
+            ( member(N/A, Indicators), functor(H, N, A), effect_module(H, M) ), Clauses),
+    with_output_to(string(Text), forall(member(C, Clauses), portray_clause(C))),
+    setup_call_cleanup(open_string(Text, In), load_files(lp_allowed_effects, [stream(In), silent(true)]),
+                       close(In)),
+    findall(N/A, ( member(N/A, Indicators), functor(H, N, A), effect_module(H, M),
+                   clause(sandbox:safe_primitive(M:H), true) ), Allowed),
+    forall(member(N/A, Allowed), assertz(allowed_effect(N, A))).
+
+effect_module(H, M) :- predicate_property(user:H, imported_from(M)), !.
+effect_module(H, system) :- predicate_property(system:H, defined).
+
+% --- limits that fired --------------------------------------------------------------------------------
+% While a bounded goal runs (lp_fired is `none`), the first time, inference or refusal exception raised
+% is noted here, before any catch sees it: a goal that swallowed it is still unknown. (Stack overflows
+% do not reach this hook; the catch/3 rewriting above re-throws them.)
+
+:- multifile user:prolog_exception_hook/4.
+user:prolog_exception_hook(Ball, _, _, _) :-
+    nonvar(Ball), engine_ball(Ball),
+    nb_current(lp_fired, none),
+    nb_setval(lp_fired, Ball),
+    fail.
