@@ -85,6 +85,7 @@ def _options(
     memory_mb: int = typer.Option(2048, "--memory-mb", help="memory bound per solver worker, MB"),
     executor: str = typer.Option("local", "--executor", help="where solver calls run: local (worker processes) or ray (a Ray cluster)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", envvar="RAY_ADDRESS", help="Ray cluster to join, e.g. 10.0.0.1:6379 (default: start Ray on this machine)"),
+    ray_connect_timeout: float = typer.Option(30.0, "--ray-connect-timeout", help="seconds to join the --ray-address cluster before the run stops"),
     model: Optional[str] = typer.Option(None, "--model", "-m", help="model that writes programs (OpenAI-compatible)"),
     base_url: Optional[str] = BASE_URL,
     max_concurrency: int = MAX_CONCURRENCY,
@@ -132,7 +133,7 @@ def _id_file(path: Path | None, option: str) -> list[str] | None:
 
 # Which options each command shows; the others keep their defaults.
 _WHERE = {"dataset", "task", "formalism", "split", "out", "data_dir", "limit", "overwrite", "ids", "exclude_ids"}
-_SOLVER = {"workers", "timeout", "memory_mb", "executor", "ray_address"}
+_SOLVER = {"workers", "timeout", "memory_mb", "executor", "ray_address", "ray_connect_timeout"}
 _LLM = {"model", "base_url", "max_concurrency", "temperature", "max_tokens", "llm_timeout", "max_retries",
         "price_prompt", "price_completion", "llm_cache", "max_errors", "prompts"}
 _USES = {

@@ -18,13 +18,14 @@ _LAZY = {"Executor": "executor", "Finished": "executor", "LocalExecutor": "local
 
 
 def make_executor(kind: str, target: str, workers: int, memory_mb: int, address: str | None = None,
-                  preload: list[str] | None = None) -> Executor:
+                  preload: list[str] | None = None, connect_timeout: float = 30.0) -> Executor:
     """The executor a run's options name; Ray is imported only when it is asked for. `preload`: modules
-    the local pool's fork server imports once for all workers."""
+    the local pool's fork server imports once for all workers; `connect_timeout`: seconds to join a Ray
+    cluster."""
     if kind == "ray":
         from .ray_executor import RayExecutor
 
-        return RayExecutor(target, memory_mb, address)
+        return RayExecutor(target, memory_mb, address, connect_timeout=connect_timeout)
     from .local import LocalExecutor
 
     return LocalExecutor(target, workers, memory_mb, preload)

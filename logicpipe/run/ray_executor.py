@@ -6,11 +6,15 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
+import subprocess
+import sys
+import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ..core.errors import PrerequisiteError
+from ..core.errors import PrerequisiteError, UsageError
 from .executor import Finished, check_solver
 from .pool import Fetch, Outcome, SolverCall, WorkerPool, fixed
 
@@ -18,6 +22,8 @@ INSTALL = "pip install 'logicpipe[ray]'"
 # A call whose Ray worker or node dies is run again this many times, then recorded as crashed.
 RETRIES = 2
 LOOPBACK_SWITCH = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+# Seconds that joining a cluster may take before the run stops with one line (--ray-connect-timeout).
+CONNECT_TIMEOUT = 30.0
 # Outcomes fetched per wait: large enough that the driver keeps up with many nodes.
 BATCH = 64
 
@@ -44,10 +50,11 @@ def run_call(target: str, memory_mb: int, task: SolverCall) -> tuple[Outcome, st
     return outcome, ray.get_runtime_context().get_node_id()
 
 
-def connect(address: str | None) -> Any:
-    """Join the cluster at `address` (or RAY_ADDRESS), else start a one-machine Ray on 127.0.0.1."""
-    joining = bool(address or os.environ.get("RAY_ADDRESS"))
-    if not joining:
+def connect(address: str | None, timeout: float = CONNECT_TIMEOUT) -> Any:
+    """Join the cluster at `address` (or RAY_ADDRESS), else start a one-machine Ray on 127.0.0.1. Joining
+    ends within `timeout` seconds, in one UsageError naming the address when it cannot be reached."""
+    address = address or os.environ.get("RAY_ADDRESS") or None
+    if address is None:
         # Ray swaps 127.0.0.1 for the machine's outside address and listens there unless this switch
         # (read when ray is imported) is off; a one-machine Ray needs no outside address.
         os.environ.setdefault(LOOPBACK_SWITCH, "0")
@@ -55,16 +62,84 @@ def connect(address: str | None) -> Any:
     if ray.is_initialized():
         return ray
     quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.WARNING}
-    if joining:
-        ray.init(address=address, **quiet)
-    else:
+    if address is None:
         ray.init(address="local", _node_ip_address="127.0.0.1", **quiet)
+        return ray
+    deadline = time.monotonic() + timeout
+    if address not in ("auto", "local"):  # else Ray finds (or starts) the cluster on this machine itself
+        _reachable(address, deadline, timeout)
+        _answers(address, deadline, timeout)
+    _bounded(lambda: ray.init(address=address, **quiet), address, deadline, timeout)
     return ray
 
 
+def _unreachable(address: str, why: str) -> UsageError:
+    return UsageError(f"cannot join the Ray cluster at {address}: {why}; check that its head is running "
+                      "(`ray start --head` prints its address) and that this machine can reach that "
+                      "host and port (--ray-address, RAY_ADDRESS)")
+
+
+def _reachable(address: str, deadline: float, timeout: float) -> None:
+    """A plain TCP connect first: an address where nothing listens, or a host that never answers, is
+    told apart in seconds, before Ray's own connect (which retries for minutes) is started."""
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise UsageError(f"--ray-address {address!r} is not host:port, e.g. 127.0.0.1:6379")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=max(0.1, deadline - time.monotonic())).close()
+    except TimeoutError:
+        raise _unreachable(address, f"no answer within {timeout:g} s (--ray-connect-timeout)") from None
+    except OSError as exc:
+        raise _unreachable(address, exc.strerror or str(exc)) from None
+
+
+# Ray's own client, asked for the cluster's id in a child process: Ray logs a dozen lines to stderr while
+# it retries (from C++, before any log level of ours applies), and the child's are shown only on request.
+_ASK = "import sys\nfrom ray._raylet import GcsClient\nGcsClient(address=sys.argv[1]).cluster_id\n"
+
+
+def _answers(address: str, deadline: float, timeout: float) -> None:
+    """Whether a Ray cluster answers at `address`, asked by a child process killed at the deadline;
+    LOGICPIPE_DEBUG=1 shows what Ray logged while it tried."""
+    if address.startswith("ray://"):
+        return  # a Ray Client server, which ray.init alone speaks to
+    shown = bool(os.environ.get("LOGICPIPE_DEBUG"))
+    try:
+        asked = subprocess.run([sys.executable, "-c", _ASK, address], stdin=subprocess.DEVNULL,
+                               stdout=subprocess.DEVNULL, stderr=None if shown else subprocess.PIPE,
+                               text=True, timeout=max(0.1, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        raise _unreachable(address, f"no Ray cluster answered within {timeout:g} s (--ray-connect-timeout)") from None
+    if asked.returncode != 0:
+        lines = [line for line in (asked.stderr or "").splitlines() if line.strip()]
+        raise _unreachable(address, f"no Ray cluster answered ({lines[-1].strip() if lines else 'no reason given'})")
+
+
+def _bounded(init: Callable[[], object], address: str, deadline: float, timeout: float) -> None:
+    """ray.init takes no deadline (it retries its connect for minutes), so it runs in a daemon thread
+    that this one stops waiting for at the deadline; the process then ends with the error."""
+    failure: list[BaseException] = []
+
+    def attempt() -> None:
+        try:
+            init()
+        except BaseException as exc:  # noqa: BLE001 - handed to the waiting thread
+            failure.append(exc)
+
+    thread = threading.Thread(target=attempt, name="ray-connect", daemon=True)
+    thread.start()
+    thread.join(max(0.0, deadline - time.monotonic()))
+    if thread.is_alive():
+        raise _unreachable(address, f"no Ray cluster answered within {timeout:g} s (--ray-connect-timeout)")
+    if failure:
+        first = (str(failure[0]).strip().splitlines() or [type(failure[0]).__name__])[0]
+        raise _unreachable(address, f"{type(failure[0]).__name__}: {first}")
+
+
 class RayExecutor:
-    def __init__(self, target: str, memory_mb: int, address: str | None = None, retries: int = RETRIES):
-        self.ray = connect(address)
+    def __init__(self, target: str, memory_mb: int, address: str | None = None, retries: int = RETRIES,
+                 connect_timeout: float = CONNECT_TIMEOUT):
+        self.ray = connect(address, connect_timeout)
         self.target, self.memory_mb, self.retries = target, memory_mb, retries
         # SPREAD: Ray's default policy fills the driver's node first and spills over late, so on 2 nodes of
         # 1 CPU, 32 calls of 0.25 s split 2:1 and ran 1.6x faster than on 1 node; spread evenly, 1.95x.

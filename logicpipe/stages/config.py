@@ -195,6 +195,8 @@ class RunConfig(TaskOptions):
     memory_mb: int = Field(default=2048, ge=64, le=1 << 20)
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
+    # Seconds that joining the cluster at ray_address may take before the run stops with one line.
+    ray_connect_timeout: float = Field(default=30.0, gt=0, le=3600)
     overwrite: bool = False
     max_errors: str = "10%"
     # Language model (formulate, refine, the cot backup, baselines); the endpoint's options are ModelOptions'.
@@ -208,7 +210,7 @@ class RunConfig(TaskOptions):
     constrain: bool = False
     constrain_format: Literal["gbnf", "vllm"] = "gbnf"
 
-    @field_validator("timeout", "temperature")
+    @field_validator("timeout", "temperature", "ray_connect_timeout")
     @classmethod
     def _finite_run(cls, value: float | None) -> float | None:
         return finite(value)

@@ -74,7 +74,8 @@ class RunContext:
             config = self.config
             executor = make_executor(config.executor, "logicpipe.solvers:execute_task", config.workers,
                                      config.memory_mb, config.ray_address,
-                                     preload=[registry.find(self.task.solver).module])
+                                     preload=[registry.find(self.task.solver).module],
+                                     connect_timeout=config.ray_connect_timeout)
             try:
                 executor.check(self.task.solver)
             except BaseException:

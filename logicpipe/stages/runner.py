@@ -92,6 +92,10 @@ def _check(config: RunConfig, stages: list[str], problems: ProblemSet, prompts: 
         api_key(config.base_url)  # no key and no local endpoint: say so before the lock and run.json
     if "solve" in stages or "refine" in stages:
         get_solver(task.solver).check()
+        if config.executor == "ray":  # a cluster that cannot be joined: one line before the lock and run.json
+            from ..run.ray_executor import connect
+
+            connect(config.ray_address, config.ray_connect_timeout)
     if config.constrain and task.solver not in LANGUAGES and {"formulate", "refine"} & set(stages):
         raise UsageError(f"--constrain: logicpipe has no grammar for the {task.solver} formalism (it has "
                          f"{', '.join(LANGUAGES)}); run without --constrain")
