@@ -41,6 +41,12 @@ def test_full_replays_do_not_regress(data_dir, tmp_path):
             row = rows[(model, dataset)]
             assert row["exe_rate"] >= floor["exe_rate"], (model, dataset, row["exe_rate"])
             assert row["exe_acc"] >= floor["exe_acc"], (model, dataset, row["exe_acc"])
+    # The figures docs/reproduce.md shows (scripts/docs_figures.py) are this replay's, cell for cell.
+    from tests.docs.test_figures import docs_figures
+
+    module = docs_figures()
+    assert module.figures(tmp_path) == json.loads(module.GOLDEN.read_text()), \
+        "a full replay no longer gives the page's figures: run make reproduce, then scripts/docs_figures.py"
 
 
 def test_table2_baselines_come_from_a_configured_model(data_dir, tmp_path):
