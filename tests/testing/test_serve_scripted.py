@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.conftest import ROOT, cli, ctrl_c_default
 
 FILES = ROOT / "tests" / "data" / "files"
@@ -32,11 +34,12 @@ def stop(server: subprocess.Popen) -> str:
     return err
 
 
-def test_a_task_dry_runs_against_canned_replies(tmp_path: Path):
+@pytest.mark.parametrize("programs", ["cats_programs.json", "cats_programs"])  # Logic-LM's JSON, or a folder
+def test_a_task_dry_runs_against_canned_replies(programs: str, tmp_path: Path):
     broken = next(r for r in json.loads((FILES / "cats_programs.json").read_text()) if r["id"] == "c4")
     fixed = broken["raw_logic_programs"][0].replace("Query\nAnimal(Tom True)", "Query:\nAnimal(Tom, True)")
     (tmp_path / "repairs.json").write_text(json.dumps({"Animal(Tom True)": fixed}))
-    server, url = start("--programs", str(FILES / "cats_programs.json"), "--repairs", str(tmp_path / "repairs.json"))
+    server, url = start("--programs", str(FILES / programs), "--repairs", str(tmp_path / "repairs.json"))
     try:
         done = cli("run", "--task", str(FILES / "cats.yaml"), "--model", "scripted", "--base-url", url,
                    "--out", str(tmp_path / "run"), "--llm-timeout", "10")
