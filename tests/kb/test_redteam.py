@@ -119,6 +119,8 @@ HOSTILE = [
     "traced(count(0))",
     f"holds(catch(shell({T}), _, true))",
     "limited(count(0))",
+    "cleanup(true, count(0))",  # a limit in a cleanup goal: swallowed by SWI-Prolog itself, noted by the hook
+    "safely(length(_, 300000000))",  # a stack overflow: no hook sees it; the rewritten catch/3 re-throws it
     "deep(count(0))",
     # meta-calls: all-solutions, folds, cleanup, coroutining, DCGs
     f"holds(shell({T}))",
