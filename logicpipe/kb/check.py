@@ -14,7 +14,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ..core.errors import ProgramExecutionError, SolverTimeout
 from ..solvers.lp import swipl_path
-from .knowledge import LoadMessage, kb_files
+from .knowledge import KnowledgeBase, LoadMessage, kb_files
+from .prolog import ProofLimits
 
 CHECKER = Path(__file__).with_name("check.pl")
 _REPORT = "@@report "  # on a line of its own: the KB's own directives may print too
@@ -74,6 +75,12 @@ class LeftRecursive(_Found):
     tabled: bool  # declared `:- table` by the KB itself
 
 
+class Effect(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    predicate: str
+    calls: str  # a builtin library(sandbox) refuses, reached by the predicate's own rules
+
+
 class CheckReport(BaseModel):
     model_config = ConfigDict(extra="forbid")
     messages: list[Message] = Field(default_factory=list)
@@ -83,6 +90,7 @@ class CheckReport(BaseModel):
     discontiguous: list[Discontiguous] = Field(default_factory=list)
     duplicates: list[Duplicate] = Field(default_factory=list)
     left_recursive: list[LeftRecursive] = Field(default_factory=list)
+    effects: list[Effect] = Field(default_factory=list)
     modules: list[str] = Field(default_factory=list)  # modules the KB's files define
 
     @property
@@ -115,7 +123,9 @@ class CheckReport(BaseModel):
             how = "declared tabled" if left.tabled else "the engine tables it"
             lines.append((left.file, left.line, f"note: {left.predicate} is left-recursive "
                                                 f"({' -> '.join(left.via)}); {how}"))
-        return [f"{file}:{line}: {text}" for file, line, text in sorted(lines, key=lambda x: (x[0], x[1]))]
+        found = [f"{file}:{line}: {text}" for file, line, text in sorted(lines, key=lambda x: (x[0], x[1]))]
+        return found + [f"note: {e.predicate} has side effects (its rules call {e.calls}): a goal may call it only "
+                        f"with --allow {e.calls}" for e in self.effects]
 
 
 def run_tool(script: Path, goal: str, path: Path, stdin: str = "", seconds: float = 60.0,
@@ -156,4 +166,8 @@ def check_kb(path: Path, seconds: float = 60.0, memory_mb: int = 1024) -> CheckR
                 "predicates"):
         for item in raw[key]:
             item["file"] = names.get(item["file"], item["file"])
-    return CheckReport.model_validate(raw)
+    report = CheckReport.model_validate(raw)
+    if not report.failed:  # what the engine's second layer refuses, as it loads the KB for a goal
+        with KnowledgeBase(path, ProofLimits(seconds=seconds, memory_mb=memory_mb, load_seconds=seconds)) as base:
+            report.effects = [Effect(**e) for e in base.effects]
+    return report

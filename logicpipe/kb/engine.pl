@@ -82,10 +82,10 @@ message_to_codes(Error, Codes) :-
 % --- loading --------------------------------------------------------------------------------
 
 handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, tabled: Tabled, operators: Ops,
-                          allowed: Allowed}) :-
+                          allowed: Allowed, effects: Effects}) :-
     forall(member([N, A], Request.builtins), ( atom_string(Name, N), assertz(allowed_builtin(Name, A)) )),
-    findall(Name/A, ( member([N, A], Request.allow), atom_string(Name, N) ), Effects),
-    allow_effects(Effects, Allowed0),
+    findall(Name/A, ( member([N, A], Request.allow), atom_string(Name, N) ), Allow),
+    allow_effects(Allow, Allowed0),
     findall([N, A], member(N/A, Allowed0), Allowed),
     forall(member(F, Request.files),
            ( atom_string(Path, F.path), atom_string(Name, F.name), assertz(display_name(Path, Name)) )),
@@ -99,7 +99,18 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
     findall(M, load_message_dict(M), Messages),
     findall(P, predicate_dict(P), Preds),
     findall(S, ( auto_tabled(N, A), format(string(S), "~w/~w", [N, A]) ), Tabled),
-    findall([P, T, S], kb_operator(P, T, S), Ops).
+    findall([P, T, S], kb_operator(P, T, S), Ops),
+    findall(E, effect_dict(E), Effects).
+
+% KB predicates whose own rules (as rewritten) reach a builtin library(sandbox) refuses: a goal may
+% call them only when the command allowed that builtin (--allow). kb check reports them.
+effect_dict(_{predicate: Text, calls: Calls}) :-
+    kb_pred(N, A), functor(H, N, A),
+    \+ predicate_property(kb:H, number_of_rules(0)),
+    catch(sandbox_check(H), refused(sandbox, error(permission_error(call, sandboxed, What), _)), true),
+    nonvar(What),
+    format(string(Text), "~q/~w", [N, A]),
+    strip_module(What, _, Called), functor(Called, CN, CA), format(string(Calls), "~q/~w", [CN, CA]).
 
 % load_kb_file(+File): from source, or through the compiled cache Python keeps by content hash: a
 % copy of the source (`source`, so clauses keep its lines) compiled to `qlf` once, then loaded from it.

@@ -119,6 +119,8 @@ class KnowledgeBase:
         self.auto_tabled: list[str] = loaded["tabled"]
         # Operators the KB declares (priority, type, name): goals may use them as the KB does.
         self.operators: list[tuple[int, str, str]] = [(p, t, n) for p, t, n in loaded["operators"]]
+        # Predicates whose own rules call a builtin library(sandbox) refuses: {"predicate", "calls"}.
+        self.effects: list[dict[str, str]] = loaded["effects"]
 
     @property
     def errors(self) -> list[LoadMessage]:

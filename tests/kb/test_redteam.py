@@ -321,3 +321,14 @@ def test_hostile_goals_through_ask_and_validate(kbcli, tmp_path):
               for r in map(json.loads, (tmp_path / "val" / "validate.jsonl").read_text().splitlines())}
     assert claims.pop("fine") == "true"
     assert set(claims.values()) <= {"unknown", "untranslatable"}
+
+
+def test_kb_check_names_the_rules_with_side_effects(kbcli, tmp_path):
+    kb = tmp_path / "rules.pl"
+    kb.write_text(RULES)
+    done = kbcli("kb", "check", str(kb), timeout=120)
+    notes = [line for line in done.stderr.splitlines() if "side effects" in line]
+    assert "note: log_to/2 has side effects (its rules call open/3): a goal may call it only with --allow open/3" \
+        in notes
+    assert any(line.startswith("note: run/1 ") for line in notes)
+    assert not any(line.startswith(("note: remember/1 ", "note: holds/1 ", "note: say_goal/1 ")) for line in notes)
