@@ -242,6 +242,7 @@ def validate(task: Optional[Path] = typer.Option(None, "--task", "-t", help="tas
              ) -> None:
     """Check a task file and its data without a model: fields present, ids unique, answers in the answer space."""
     from .data import check_problems
+    from .data.loaders import no_problems
     from .prompts import PromptSet
     from .solvers import get_solver
 
@@ -261,7 +262,9 @@ def validate(task: Optional[Path] = typer.Option(None, "--task", "-t", help="tas
             missing.append(name)
             continue
         issues += found
-        if not found:
+        if not found and not problems:  # a run refuses it; checking it is no mistake
+            print(f"warning: {no_problems(spec, name)}; `logicpipe run` refuses it", file=sys.stderr)
+        elif not found:
             stdout.print(f"{spec.key} {name}: {len(problems)} problems, answer space {spec.answer_space}, "
                          f"solver {spec.solver}, prompt {spec.prompt}: ok", markup=False, highlight=False)
     for issue in issues:

@@ -51,7 +51,14 @@ def load_problems(spec: DatasetSpec, split: str, data_dir: Path | str | None = N
     if issues:
         more = f" (and {len(issues) - 1} more; see `logicpipe validate`)" if len(issues) > 1 else ""
         raise DataError(issues[0] + more)
+    if not problems:
+        raise DataError(no_problems(spec, split))
     return problems
+
+
+def no_problems(spec: DatasetSpec, split: str, where: Path | None = None) -> str:
+    """A split whose data holds no rows: nothing to run (`validate` says it as a warning)."""
+    return f"task {spec.key}: split {split} has no problems ({where or 'its data'} holds 0 rows)"
 
 
 def check_problems(spec: DatasetSpec, split: str, data_dir: Path | str | None = None
@@ -161,6 +168,7 @@ def checked_row(spec: DatasetSpec, row: dict, name: str) -> tuple[Problem, str]:
 
 def map_row(spec: DatasetSpec, row: dict) -> Problem:
     fields = spec.fields
+    _check_id(fields.id, row)
     values = {"id": fill(fields.id, row), "context": fill(fields.context, row),
               "question": fill(fields.question, row)}
     options = _options(fields.options, row)
@@ -179,6 +187,28 @@ def map_row(spec: DatasetSpec, row: dict) -> Problem:
         if answer not in letters:
             raise FieldError(f"answer {answer!r} is not one of the options {', '.join(letters)}")
     return Problem(**values, options=options, answer=answer)
+
+
+def _check_id(spec: str, row: dict) -> None:
+    """An id is a string or an integer: a list or an object would be made into some text silently."""
+    names = [spec] if "{" not in spec else [n for _, n, _, _ in _parsed(spec) if n]
+    for name in names:
+        value = row.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (str, int))):
+            raise FieldError(f"the id field '{name}' holds {_kind(value)}; ids must be strings or integers")
+
+
+def _kind(value: object) -> str:
+    if isinstance(value, bool):
+        return "true or false"
+    return {list: "a list", dict: "an object", float: "a number with a fraction"}.get(type(value), type(value).__name__)
+
+
+def _parsed(spec: str) -> list:
+    try:
+        return list(string.Formatter().parse(spec))
+    except ValueError:
+        return []  # fill() names the bad template
 
 
 # A truth task is asked as three options, so interpretation and scoring stay those of Logic-LM's datasets.

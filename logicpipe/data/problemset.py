@@ -16,7 +16,7 @@ from pathlib import Path
 
 from ..core.errors import DataError, UsageError, did_you_mean
 from ..core.records import Problem
-from .loaders import FieldError, RowIssue, checked_row, jsonl_rows, load_problems, map_row
+from .loaders import FieldError, RowIssue, checked_row, jsonl_rows, load_problems, map_row, no_problems
 from .registry import DatasetSpec
 
 Fetch = Callable[[Sequence[int]], list[Problem]]
@@ -59,13 +59,13 @@ def index_problems(spec: DatasetSpec, split: str, data_dir: Path | str | None = 
         path = spec.local(spec.source.path.replace("{split}", split))
         if not path.is_file():
             raise DataError(f"task {spec.key}: data file {path} not found")
-        return _indexed_jsonl(spec, path)
+        return _indexed_jsonl(spec, path, split)
     problems = load_problems(spec, split, data_dir)
     return ProblemSet([sys.intern(p.id) for p in problems], [p.answer for p in problems],
                       array("q", range(len(problems))), lambda rows: [problems[row] for row in rows])
 
 
-def _indexed_jsonl(spec: DatasetSpec, path: Path) -> ProblemSet:
+def _indexed_jsonl(spec: DatasetSpec, path: Path, split: str) -> ProblemSet:
     ids: list[str] = []
     answers: list[str | None] = []  # interned (a letter, mostly): a pointer a problem
     offsets = array("q")
@@ -90,6 +90,8 @@ def _indexed_jsonl(spec: DatasetSpec, path: Path) -> ProblemSet:
     if issues:
         more = f" (and {issues - 1} more; see `logicpipe validate`)" if issues > 1 else ""
         raise DataError(first + more)
+    if not ids:
+        raise DataError(no_problems(spec, split, path))
     del seen
     return ProblemSet(ids, answers, offsets, lambda rows: _read(spec, path, rows))
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
+import unicodedata
 from functools import cache, lru_cache
 from pathlib import Path
 from typing import Literal
@@ -19,6 +21,8 @@ from ..core.task import AnswerSpace
 ALIASES = {"logic-programming": "lp", "first-order-logic": "fol", "answer-set-programming": "asp"}
 _PAPER_ORDER = ("prontoqa", "proofwriter", "folio", "logicaldeduction", "ar-lsat")
 Format = Literal["logic-lm", "jsonl", "csv", "json", "hf"]
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_NAME_RUN = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 class SourceSpec(BaseModel):
@@ -56,7 +60,7 @@ class Fields(BaseModel):
 class DatasetSpec(BaseModel):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    key: str = Field(alias="name", min_length=1, pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+    key: str = Field(alias="name")
     title: str = ""  # the dataset's own spelling (Logic-LM's folder name); defaults to the name
     aliases: list[str] = []
     description: str = ""
@@ -70,6 +74,18 @@ class DatasetSpec(BaseModel):
     prompt: str = ""  # id of the formulate prompt; defaults to the name
     prompts: Path | None = None  # a folder of prompt templates (relative to the task file)
     base: Path | None = Field(default=None, exclude=True)  # the task file's folder
+
+    @field_validator("key")
+    @classmethod
+    def _key(cls, value: str) -> str:
+        # The name is the run's folder and part of its files' names: plain ASCII, no path separators.
+        if not _NAME.fullmatch(value):
+            plain = _NAME_RUN.sub("-", unicodedata.normalize("NFKD", value).encode("ascii", "ignore").decode())
+            plain = plain.strip("-._")
+            hint = f" (e.g. '{plain}')" if plain and _NAME.fullmatch(plain) else ""
+            raise ValueError(f"{value!r} cannot name a task: a name becomes the run's folder, so it takes ASCII "
+                             f"letters, digits, '.', '_' and '-' only, starting with a letter or digit{hint}")
+        return value
 
     @field_validator("solver", mode="before")
     @classmethod
@@ -116,7 +132,7 @@ def _normalise(name: str) -> str:
 
 
 def _read(path: Path) -> dict:
-    text = path.read_text()
+    text = _text(path)
     if path.suffix.lower() == ".json":
         try:
             raw = json.loads(text)
@@ -137,6 +153,18 @@ def _read(path: Path) -> dict:
     if not isinstance(raw, dict):
         raise DataError(f"{path}: a task file holds a mapping (name, source, fields, ...)")
     return raw
+
+
+def _text(path: Path) -> str:
+    """A task file's text; a binary file or one that is not UTF-8 is one DataError saying so."""
+    data = path.read_bytes()
+    if b"\x00" in data[:8192]:  # a NUL: an executable, an archive, UTF-16 text
+        raise DataError(f"{path}: a binary file, not a task file (a task file is YAML or JSON text)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DataError(f"{path}: not UTF-8 text (byte {exc.start}); a task file is YAML or JSON text in "
+                        "UTF-8") from None
 
 
 def load_task_file(path: Path | str) -> DatasetSpec:
