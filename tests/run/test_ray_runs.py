@@ -67,7 +67,15 @@ def test_a_driver_killed_mid_run_resumes_on_the_next_run(ray_cluster, data_dir, 
     driver.wait(30)
     first = solved.read_text().count("\n")
     assert 2 <= first < LIMIT, f"the kill came after {first} records: the test did not interrupt the run"
+    # The whole records the killed run wrote, as written (their `seconds` and `node` are its own).
+    kept = {json.loads(line)["id"]: line for line in solved.read_text().splitlines(keepends=True)
+            if line.endswith("\n")}
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert solved.read_text().count("\n") == LIMIT  # the second run added only what was missing
+    lines = solved.read_text().splitlines(keepends=True)
+    assert len(lines) == LIMIT
+    # The second run added only what was missing: every record of the killed run is there unchanged
+    # (one solved again would carry this run's own time).
+    now = {json.loads(line)["id"]: line for line in lines}
+    assert [i for i, line in kept.items() if now[i] != line] == []
     same_as_local(tmp_path, local_run, {ray_cluster.get_runtime_context().get_node_id()})
