@@ -115,8 +115,12 @@ def test_sigkill_mid_run_loses_and_duplicates_nothing(data_dir, tmp_path):
     process.wait()
     partial = len(solve.read_bytes().splitlines())
     assert 10 <= partial < 120, "the kill must land mid-solve"
+    kept = {json.loads(line)["id"]: line for line in solve.read_text().splitlines(keepends=True) if line.endswith("\n")}
     resumed = cli(*args, "--out", str(out))
     assert resumed.returncode == 0, resumed.stderr
+    # What the killed run had solved stays as it wrote it (a record solved again has its own seconds).
+    now = {json.loads(line)["id"]: line for line in solve.read_text().splitlines(keepends=True)}
+    assert [i for i, line in kept.items() if now[i] != line] == []
 
     def records(root, stage):
         rows = [json.loads(line) for line in (root / "proofwriter" / f"{stage}.jsonl").read_text().splitlines()]
