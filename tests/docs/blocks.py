@@ -116,7 +116,7 @@ def _expect(line: str) -> str:
             f"[ $status -eq {status.group(1)} ] || {{ echo 'exit status '$status', not {status.group(1)}' >&2; false; }}")
 
 
-def page_blocks(page: Path) -> list[Block]:
+def page_blocks(page: Path, root: Path = ROOT) -> list[Block]:
     """Every shell block of a page, and transcripts (`$ ` prompts) in untagged blocks, in page order."""
     found = []
     for language, body, before in fenced_blocks(page.read_text(encoding="utf-8")):
@@ -127,5 +127,5 @@ def page_blocks(page: Path) -> list[Block]:
         why = marked.group("why") if marked else None
         if before.startswith(QUICKSTART):
             why = "the quick start: tests/docs/test_quickstart.py runs it"
-        found.append(Block(page.relative_to(ROOT).as_posix(), len(found) + 1, body, why))
+        found.append(Block(page.relative_to(root).as_posix(), len(found) + 1, body, why))
     return found

@@ -103,7 +103,7 @@ def test_the_runner_names_the_block_that_fails(tmp_path):
     page = tmp_path / "page.md"
     page.write_text("```sh\ntrue\n```\n\n```sh\nfalse\necho never\n```\n\n<!-- not run: a model key -->\n"
                     "```sh\nexit 3\n```\n")
-    found = page_blocks_outside(page)
+    found = page_blocks(page, root=tmp_path)
     assert [b.why_not_run for b in found] == [None, None, "a model key"]
     (tmp_path / ".venv" / "bin").mkdir(parents=True)
     (tmp_path / ".venv" / "bin" / "activate").write_text("")
@@ -113,16 +113,20 @@ def test_the_runner_names_the_block_that_fails(tmp_path):
     assert failed_block(done, runnable).startswith("page.md block 2 ('false') exits 1")
 
 
-def page_blocks_outside(page: Path) -> list[Block]:
-    """page_blocks for a file outside the repository (the runner's own check)."""
-    import tests.docs.blocks as module
-
-    saved = module.ROOT
-    module.ROOT = page.parent
-    try:
-        return page_blocks(page)
-    finally:
-        module.ROOT = saved
+@pytest.mark.parametrize("body,fails", [
+    ("$ false\nerror: it failed", False), ("$ true\nerror: it failed", True),  # a transcript showing an error
+    ("$ true\nit worked", False), ("$ false\nit worked", True),
+    ("false   # exit status 1: shown failing", False), ("true   # exit status 1: shown failing", True),
+    ("(exit 2)   # exit status 1", True),
+])
+def test_a_block_fails_unless_it_ends_as_the_page_shows(tmp_path, body, fails):
+    page = tmp_path / "page.md"
+    page.write_text(f"```\n{body}\n```\n" if body.startswith("$") else f"```sh\n{body}\n```\n")
+    (tmp_path / ".venv" / "bin").mkdir(parents=True)
+    (tmp_path / ".venv" / "bin" / "activate").write_text("")
+    done = subprocess.run(["bash", "-c", page_script(page_blocks(page, root=tmp_path))], cwd=tmp_path,
+                          capture_output=True, text=True)
+    assert (done.returncode != 0) == fails, (page_script(page_blocks(page, root=tmp_path)), done.stderr)
 
 
 # The blocks that are not run.
