@@ -162,3 +162,33 @@ def test_a_run_resumed_with_other_excluded_ids_is_refused(data_dir, tmp_path, ca
     assert [json.loads(line)["id"] for line in evaluated] == ["ProntoQA_2", "ProntoQA_3"]
     again = in_process(capsys, *base, "--exclude-ids", str(tmp_path / "b.txt"))
     assert again.returncode == 2 and "exclude_ids" in again.stderr and "--overwrite" in again.stderr
+
+
+def test_the_docs_recipe_for_scoring_the_result_on_other_problems(data_dir, tmp_path, capsys):
+    """docs/optimize.md: trained on `train`, a run of `dev` leaves out OUT/splits/val.txt (the training ids
+    are not dev's, and --exclude-ids refuses them); trained on a part of the val split, train + val."""
+    page = (ROOT / "docs" / "optimize.md").read_text(encoding="utf-8")
+    assert "--exclude-ids OUT/splits/val.txt" in page and "cat OUT/splits/train.txt OUT/splits/val.txt" in page
+    out = tmp_path / "opt"
+    cut = make_splits(OptimizeConfig(dataset="proofwriter", data_dir=data_dir, model="m", out=out))
+    assert cut.train_split == "train"
+    paths = cut.write(out)
+    seen = tmp_path / "seen.txt"
+    seen.write_text(paths["train"].read_text() + paths["val"].read_text())
+    base = ["run", "-d", "proofwriter", "--split", "dev", "--data-dir", str(data_dir), "--programs",
+            str(data_dir / "programs" / "ProofWriter_dev_gpt-4.json"), "--limit", "5", "--max-rounds", "0"]
+    both = in_process(capsys, *base, "--exclude-ids", str(seen), "--out", str(tmp_path / "both"))
+    assert both.returncode == 2 and "in proofwriter/dev (--exclude-ids)" in both.stderr
+    val = in_process(capsys, *base, "--exclude-ids", str(paths["val"]), "--out", str(tmp_path / "val"))
+    assert val.returncode == 0, val.stderr
+    evaluated = (tmp_path / "val" / "proofwriter" / "evaluate.jsonl").read_text().splitlines()
+    scored = [json.loads(line)["id"] for line in evaluated]
+    assert len(scored) == 5 and not set(scored) & set(cut.val)
+    # Carved from one split, train and val are both that split's ids: the `cat` recipe runs.
+    carved = make_splits(OptimizeConfig(dataset="proofwriter", data_dir=data_dir, model="m",
+                                        out=tmp_path / "carved", train_split="dev"))
+    assert carved.carved
+    parts = carved.write(tmp_path / "carved")
+    seen.write_text(parts["train"].read_text() + parts["val"].read_text())
+    both = in_process(capsys, *base, "--exclude-ids", str(seen), "--out", str(tmp_path / "carved-run"))
+    assert both.returncode == 0, both.stderr
