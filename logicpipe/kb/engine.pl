@@ -107,8 +107,8 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
 effect_dict(_{predicate: Text, calls: Calls}) :-
     kb_pred(N, A), functor(H, N, A),
     \+ predicate_property(kb:H, number_of_rules(0)),
-    catch(sandbox_check(H), refused(sandbox, error(permission_error(call, sandboxed, What), _)), true),
-    nonvar(What),
+    catch(sandbox_check(H), refused(sandbox, Error), true),
+    nonvar(Error), Error = error(permission_error(call, sandboxed, What), _),
     format(string(Text), "~q/~w", [N, A]),
     strip_module(What, _, Called), functor(Called, CN, CA), format(string(Calls), "~q/~w", [CN, CA]).
 

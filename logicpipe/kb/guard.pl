@@ -410,6 +410,15 @@ allow_effects(Indicators, Allowed) :-
 effect_module(H, M) :- predicate_property(user:H, imported_from(M)), !.
 effect_module(H, system) :- predicate_property(system:H, defined).
 
+% --- messages ---------------------------------------------------------------------------------------
+% While a goal runs, no message is printed: printing runs format's ~@ on the message's arguments (as in
+% print_message(warning, format("~@", [G])) with G from the goal), and nobody reads the engine's
+% stderr. Defined before the KB loads, this hook comes before any message_hook of the KB's own.
+
+:- multifile user:message_hook/3.
+user:message_hook(_, _, _) :-
+    nb_current(lp_fired, Fired), Fired \== off.
+
 % --- limits that fired --------------------------------------------------------------------------------
 % While a bounded goal runs (lp_fired is `none`), the first time, inference or refusal exception raised
 % is noted here, before any catch sees it: a goal that swallowed it is still unknown. (Stack overflows

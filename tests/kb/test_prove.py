@@ -217,3 +217,19 @@ def test_a_dead_prolog_is_replaced_and_the_kb_answers_again(kb):
         with pytest.raises(ProgramExecutionError):
             base.prove("parent(tom, X)")
         assert base.prove("parent(tom, X)")["solutions"][0]["bindings"] == {"X": "bob"}
+
+
+def test_an_engine_that_stops_answering_is_unknown_and_replaced(kb):
+    """The Python side's own deadline (the engine frozen, so Prolog's limits cannot fire): that goal is
+    unknown for time, never an error or false, and the next goal is answered by a fresh engine."""
+    import threading
+
+    with KnowledgeBase(kb, ProofLimits(inferences=10**12, seconds=0.5, max_solutions=1)) as base:
+        term = base.check("climb(0)")
+        frozen = base.process._process.pid
+        threading.Timer(0.05, os.killpg, (frozen, signal.SIGSTOP)).start()
+        result = base.prove_term(term)
+        assert result["status"] == "unknown" and result["limit"] == "time", result
+        assert "did not answer in time" in result["reason"]
+        assert base.process._process.pid != frozen
+        assert base.prove("parent(tom, X)")["solutions"][0]["bindings"] == {"X": "bob"}

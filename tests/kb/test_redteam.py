@@ -66,6 +66,16 @@ kb_call(G) :- kb:G.
 limited(G) :- call_with_inference_limit(G, 1000, _).
 deep(G) :- call_with_depth_limit(G, 50, _).
 greeting --> [hello].
+warn(G) :- print_message(warning, format("~@", [G])).
+print_lines(L) :- print_message_lines(user_error, '', L).
+read_in(X) :- read(X).
+checked(G) :- assertion(G).
+:- table tabled/1.
+tabled(G) :- G.
+build(F, A) :- G =.. [F, A], call(G).
+from_string(S) :- term_string(G, S), G.
+run_dcg(G) --> call(G).
+parse_call(G, L) :- phrase(run_dcg(G), L).
 run(Cmd) :- shell(Cmd).
 log_to(File, X) :- open(File, write, S), write(S, X), nl(S), close(S).
 """
@@ -76,7 +86,8 @@ MODULE_HEAD = """\
                every/2, tally/2, fold/4, all_tail/4, cleanup/2, cleanup2/2, later/2, whenever/2, parse/2,
                parse3/3, from_text/1, from_text2/1, set_flag/2, stop/0, bail/0, table_it/1, each/1, applied/2,
                nested/1, once_of/1, ignore_of/1, not_of/1, bag/3, in_module/2, kb_call/1, limited/1, deep/1,
-               greeting//0, run/1, log_to/2, stored/1, counter/1]).
+               greeting//0, run/1, log_to/2, stored/1, counter/1, warn/1, print_lines/1, read_in/1, checked/1,
+               tabled/1, build/2, from_string/1, parse_call/2]).
 """
 
 T = "'touch {m}'"
@@ -162,6 +173,14 @@ HOSTILE = [
     "holds(open('{m}', write, S))",
     "holds(assertz(fact(9)))",
     "holds(retract(fact(0)))",
+    # messages, assertions, input, tabling, terms built or read from text
+    f"print_lines(['~@'-[shell({T})]])",
+    "read_in(X)",
+    f"checked(shell({T}))",
+    f"tabled(shell({T}))",
+    f"build(shell, {T})",
+    "from_string(\"shell('touch {m}')\")",
+    f"parse_call(shell({T}), [])",
     # the KB's own rules with side effects: only library(sandbox) refuses them
     "run('touch {m}')",
     "log_to('{m}', x)",
@@ -234,6 +253,16 @@ def test_hostile_goals_leave_no_trace_and_are_unknown(kbcli, kb, tmp_path):
         assert not marker.exists(), goal
         assert result["status"] == "unknown", (goal, result)
         assert result.get("reason"), goal
+
+
+def test_messages_print_nothing_while_a_goal_runs(kbcli, kb, tmp_path):
+    """print_message/2 runs format's ~@ on a message's arguments when it prints: while a goal runs the
+    engine prints no message, so the goal the message carries never runs (print_message/2 succeeds, as
+    in plain swipl)."""
+    marker = tmp_path / "M"
+    goals = [f"warn(shell('touch {marker}'))", f"warn(holds(shell('touch {marker}')))"]
+    assert [r["status"] for r in prove(kbcli, kb, goals)] == ["proved", "proved"]
+    assert not marker.exists()
 
 
 def test_the_engine_answers_after_every_hostile_goal(kbcli, kb, tmp_path):
