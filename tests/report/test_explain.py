@@ -131,3 +131,16 @@ def test_markup_in_model_text_is_shown_as_text(tmp_path):
     shown = cli("explain", str(tmp_path / "out"), "--id", "c1", "--task", str(FILES / "cats.yaml"))
     assert shown.returncode == 0, shown.stderr
     assert "fact: Tom [/dim] is [bold]a cat[/]" in shown.stdout
+
+
+def test_explain_of_a_folder_that_holds_runs_names_them(tmp_path):
+    # `explain results --id ...` where the run's --out was results/cats-run: the error names that run.
+    _run_cats(tmp_path / "results" / "cats-run")
+    done = cli("explain", str(tmp_path / "results"), "--id", "c1")
+    assert done.returncode == 2
+    assert f"(it holds the runs {tmp_path / 'results' / 'cats-run'}: give the --out of the run" in done.stderr
+    _run_cats(tmp_path / "results")  # a run of its own there too: the id is searched there, then the hint
+    done = cli("explain", str(tmp_path / "results"), "--id", "c9")
+    assert done.returncode == 2 and done.stderr.startswith("error: no solve record for id 'c9' under ")
+    assert f"it holds the runs {tmp_path / 'results' / 'cats-run'}:" in done.stderr
+    assert cli("explain", str(tmp_path / "results" / "cats-run"), "--id", "c1").returncode == 0
