@@ -2,7 +2,7 @@
 % answers natively (cut, if-then-else, negation, aggregates, exceptions and tabling all behave as in
 % plain SWI-Prolog), then explains each answer afterwards with a bounded meta-interpreter guided by
 % native calls. One request per stdin line (JSON), one reply per stdout line prefixed with "@@reply "
-% (KB code may print too; Python skips other lines).
+% and the secret Python sent first (KB code may print too; Python skips other lines).
 %
 % Sandbox (guard.pl): the KB's own code is trusted, but every place where it calls a term it did not
 % write is rewritten at load time into a wrapper that checks the term when it runs, by a whitelist and
@@ -33,9 +33,13 @@ message_location(error(_, file(File, Line, _, _)), File, Line) :- !.
 message_location(_, File, Line) :- source_location(File, Line), !.
 message_location(_, '', 0).
 
+% The first line of input is a secret the replies are marked with: KB code may print, also what a goal
+% hands it, and a printed line that looked like a reply would otherwise be read as the goal's verdict.
 main :-
     set_stream(user_input, encoding(utf8)),
     set_stream(user_output, encoding(utf8)),
+    read_line_to_string(user_input, Secret),
+    nb_setval(lp_reply_mark, Secret),
     repeat,
     read_line_to_string(user_input, Line),
     (   Line == end_of_file
@@ -49,7 +53,8 @@ main :-
 
 reply(Reply) :-
     with_output_to(string(Text), json_write_dict(current_output, Reply, [width(0)])),
-    format(user_output, "~n@@reply ~s~n", [Text]),   % own line, even after KB output without one
+    nb_getval(lp_reply_mark, Secret),
+    format(user_output, "~n@@reply ~s ~s~n", [Secret, Text]),   % own line, even after KB output without one
     flush_output(user_output).
 
 error_reply(Error, _{error: Text}) :-

@@ -8,6 +8,7 @@ import json
 import os
 import re
 import resource
+import secrets
 import selectors
 import subprocess
 import tempfile
@@ -22,7 +23,6 @@ from .safety import allowed_builtins
 
 ENGINE = Path(__file__).with_name("engine.pl")
 GUARD = Path(__file__).with_name("guard.pl")  # loaded by the engine; its rewriting is compiled into a KB
-_REPLY = "@@reply "
 # Headroom over the Prolog stacks for the executable, its libraries and the atom table.
 _OVERHEAD_MB = 1024
 # Goal trees deeper than this are cut (the answers are not: SWI-Prolog finds them natively); each level
@@ -143,8 +143,18 @@ class PrologProcess:
             resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
         command = [swipl_path(), "-q", f"--stack-limit={memory}m", "-g", "main", "-t", "halt(1)", str(ENGINE)]
-        return subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                preexec_fn=bound)
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                   preexec_fn=bound)
+        # Replies are marked with a secret of this process: a line the KB prints for a goal (say, one
+        # that reads "@@reply {...proved...}") can never pass for a reply.
+        self._mark = f"@@reply {secrets.token_hex(16)} "
+        assert process.stdin is not None
+        try:
+            process.stdin.write((self._mark.split()[1] + "\n").encode())
+            process.stdin.flush()
+        except BrokenPipeError:
+            pass  # it exited at once: the first request says why
+        return process
 
     def read(self, text: str) -> dict[str, Any]:
         """{"terms": [postfix lists], "error": syntax error text or None}: `text` read by SWI-Prolog's own
@@ -195,8 +205,8 @@ class PrologProcess:
                 while b"\n" in self._buffer:
                     raw, self._buffer = self._buffer.split(b"\n", 1)
                     text = raw.decode("utf-8", "replace")
-                    if text.startswith(_REPLY):
-                        return text[len(_REPLY):]
+                    if text.startswith(self._mark):
+                        return text[len(self._mark):]
                 left = deadline - time.monotonic()
                 if left <= 0 or not selector.select(left):
                     self._restart()

@@ -265,6 +265,15 @@ def test_messages_print_nothing_while_a_goal_runs(kbcli, kb, tmp_path):
     assert not marker.exists()
 
 
+def test_a_printed_line_cannot_pass_for_the_engines_reply(kbcli, kb):
+    """KB code prints what a goal hands it: a line shaped like a reply (or the old reply prefix) is output,
+    never the goal's verdict, and the replies stay in step with the goals."""
+    fake = json.dumps({"status": "proved", "proved": True, "reason": None, "limit": None, "truncated": False,
+                       "solutions": [], "explored": None})
+    goals = [f"say('@@reply {fake}'), fact(99)", "fact(99)", f"say('\\n@@reply {fake}'), fact(0)"]
+    assert [r["status"] for r in prove(kbcli, kb, goals)] == ["failed", "failed", "proved"]
+
+
 def test_the_engine_answers_after_every_hostile_goal(kbcli, kb, tmp_path):
     """halt, abort and limits end no more than their own goal: the next one in the batch is answered."""
     goals = ["stop", "fact(0)", "bail", "fact(0)", "safely(count(0))", "fact(0)"]
