@@ -27,7 +27,7 @@
             \+ \+ ( sub_term(S, Body), compound(S), functor(S, expand_apply, _) ) ),
           erase(Ref)).
 
-:- dynamic sandbox_general/3, allowed_effect/2.
+:- dynamic sandbox_general/3.
 
 % --- layer 1: the whitelist -------------------------------------------------------------------------
 
@@ -404,8 +404,7 @@ allow_effects(Indicators, Allowed) :-
     setup_call_cleanup(open_string(Text, In), load_files(lp_allowed_effects, [stream(In), silent(true)]),
                        close(In)),
     findall(N/A, ( member(N/A, Indicators), functor(H, N, A), effect_module(H, M),
-                   clause(sandbox:safe_primitive(M:H), true) ), Allowed),
-    forall(member(N/A, Allowed), assertz(allowed_effect(N, A))).
+                   clause(sandbox:safe_primitive(M:H), true) ), Allowed).
 
 effect_module(H, M) :- predicate_property(user:H, imported_from(M)), !.
 effect_module(H, system) :- predicate_property(system:H, defined).
