@@ -15,6 +15,7 @@ from collections.abc import Container, Iterable, Iterator
 from contextlib import ExitStack
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import DataError
 
@@ -22,14 +23,10 @@ from ..core.errors import DataError
 LINES_SUFFIX = ".jsonl"
 
 
-class WrittenPrograms:
-    """A written file's or folder's programs: what a run asks of Logic-LM's (programs.Programs: `in`,
-    len, iteration, texts), with where each id was written, for error messages."""
+class ProgramIndex:
+    """Membership, count and order of the ids that have a program (`_where`, filled by each reader)."""
 
-    def __init__(self, path: Path):
-        self.path = path
-        self.places: dict[str, str] = {}  # every id written -> "file.jsonl:3" or "folder/id.lp"
-        self._where: dict[str, tuple[int, int] | Path] = {}  # id with a program -> its line's bytes, or file
+    _where: dict[str, Any]
 
     def __contains__(self, identifier: object) -> bool:
         return identifier in self._where
@@ -39,6 +36,16 @@ class WrittenPrograms:
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._where)
+
+
+class WrittenPrograms(ProgramIndex):
+    """A written file's or folder's programs: what a run asks of Logic-LM's (programs.Programs: `in`,
+    len, iteration, texts), with where each id was written, for error messages."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self.places: dict[str, str] = {}  # every id written -> "file.jsonl:3" or "folder/id.lp"
+        self._where: dict[str, tuple[int, int] | Path] = {}  # id with a program -> its line's bytes, or file
 
     def texts(self, ids: Iterable[str]) -> dict[str, str]:
         """The program of each id that has one, read from the file (or the id's file) now."""

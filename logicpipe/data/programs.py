@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any, BinaryIO
 
 from ..core.errors import DataError
-from .program_files import WrittenPrograms, index_written, is_written
+from .program_files import ProgramIndex, WrittenPrograms, index_written, is_written
 from .text import parse_json, read_text
 
 _BLOCK = 1 << 22
 _SPACE = " \t\n\r"
 
 
-class Programs:
+class Programs(ProgramIndex):
     """id -> byte range of its record (records without a usable program are left out: they become
     no_program records in formulate). The last record of an id wins, as in a dict built from the list."""
 
@@ -42,15 +42,6 @@ class Programs:
             self._end.append(end)
         else:
             self._start[slot], self._end[slot] = start, end
-
-    def __contains__(self, identifier: object) -> bool:
-        return identifier in self._where
-
-    def __len__(self) -> int:
-        return len(self._where)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._where)
 
     def texts(self, ids: Iterable[str]) -> dict[str, str]:
         """The program of each id that has one, read from the file now."""
