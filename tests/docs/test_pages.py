@@ -8,7 +8,6 @@ pytest-xdist spreads the pages over its workers."""
 
 from __future__ import annotations
 
-import os
 import re
 import shlex
 import subprocess
@@ -18,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from .blocks import ROOT, Block, doc_pages, page_blocks
-from .test_quickstart import fresh_clone, newcomer_env
+from .test_quickstart import fresh_clone, lend_venv, newcomer_env
 
 # Blocks of pages this test may not mark in place (another change owns the page), keyed by page and the
 # block's first line: why each is not run.
@@ -61,15 +60,8 @@ def page_script(runnable: list[Block]) -> str:
 
 
 def lend(clone: Path, data_dir: Path) -> None:
-    """This checkout's .venv (with the age trick of the quick-start test) and the data at ../shared."""
-    venv = ROOT / ".venv"
-    if not (venv / "bin" / "python").exists():
-        pytest.skip("no .venv in this checkout to lend the clone (make setup makes one)")
-    (clone / ".venv").symlink_to(venv)
-    installed = venv / ".installed"
-    if installed.exists():
-        stamp = installed.stat().st_mtime - 1
-        os.utime(clone / "pyproject.toml", (stamp, stamp))
+    """This checkout's .venv and the data at ../shared."""
+    lend_venv(clone)
     shared = clone.parent / "shared"
     shared.mkdir(exist_ok=True)
     (shared / "logic-lm").symlink_to(data_dir)

@@ -61,8 +61,8 @@ def check_results(clone: Path, done: subprocess.CompletedProcess) -> None:
     assert "<html" in page and "c1" in page
 
 
-def test_the_readme_quickstart_runs_in_a_fresh_clone(tmp_path):
-    clone = fresh_clone(tmp_path)
+def lend_venv(clone: Path) -> None:
+    """This checkout's .venv, lent to a fresh clone (skips the test where there is none)."""
     venv = ROOT / ".venv"
     if not (venv / "bin" / "python").exists():
         pytest.skip("no .venv in this checkout to lend the clone (make setup makes one)")
@@ -73,6 +73,11 @@ def test_the_readme_quickstart_runs_in_a_fresh_clone(tmp_path):
     if installed.exists():
         stamp = installed.stat().st_mtime - 1
         os.utime(clone / "pyproject.toml", (stamp, stamp))
+
+
+def test_the_readme_quickstart_runs_in_a_fresh_clone(tmp_path):
+    clone = fresh_clone(tmp_path)
+    lend_venv(clone)
     done = run_quickstart(clone, newcomer_env(tmp_path), timeout=300)
     check_results(clone, done)
 
