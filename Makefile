@@ -6,6 +6,9 @@ RESULTS ?= results
 WORKERS ?= 2
 # Tests and CI read Logic-LM's files from ../shared/logic-lm unless LOGICPIPE_DATA says otherwise.
 export LOGICPIPE_DATA ?= $(if $(wildcard ../shared/logic-lm/data),$(abspath ../shared/logic-lm),)
+# and the datasets beyond Logic-LM's (FOLIO v0.0's gold annotations) from ../shared/datasets unless LOGICPIPE_DATASETS
+# says otherwise; without either, they are downloaded at their pinned commits (sha256-checked) and cached.
+export LOGICPIPE_DATASETS ?= $(if $(wildcard ../shared/datasets/folio-v0.0),$(abspath ../shared/datasets),)
 
 .PHONY: setup test test-all test-ray-nodes test-llm test-llm-smoke check lint table3 table2 reproduce benchmark clean docs docs-cli
 

@@ -78,7 +78,7 @@ def _options(
     data_dir: Optional[Path] = DATA_DIR,
     limit: Optional[int] = typer.Option(None, "--limit", "-n", help="only the first N problems"),
     workers: int = WORKERS,
-    programs: Optional[Path] = typer.Option(None, "--programs", help="replay programs: Logic-LM's JSON file, a JSONL file of {id, program} or a folder of <id>.<ext> files"),
+    programs: Optional[Path] = typer.Option(None, "--programs", help="replay programs: Logic-LM's JSON file, a JSONL file of {id, program}, a folder of <id>.<ext> files, or `gold`: the dataset's own annotations (FOLIO dev)"),
     backup: str = typer.Option("random", "--backup", help="answer when no program executed: random|cot|none"),
     seed: int = typer.Option(0, "--seed", help="seed for the random backup"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds per solver call (default: per dataset)"),
@@ -143,6 +143,7 @@ _USES = {
     "interpret": _WHERE | _LLM | {"backup", "seed"},  # the model answers by chain of thought for --backup cot
     "evaluate": _WHERE,  # metrics.json names the backup interpret used, from run.json
     "baseline": _WHERE | _LLM,
+    "audit": (_WHERE - {"formalism"}) | _SOLVER,  # the gold programs' replay: no model, FOL only
     # One run per formalism: every run option but the one formalism and a replay file (of one formalism).
     "compare": (_WHERE - {"formalism"}) | _SOLVER | _LLM | {"num_samples", "constrain", "constrain_format", "max_rounds",
                                                          "refine_model", "refine", "backup", "seed"},
@@ -290,6 +291,31 @@ def baseline(config: RunConfig, mode: str) -> None:
     with bar:
         report = run_baseline(config, mode, update)
     render_baseline_summary(stdout, report.metrics, report.stages, mode)
+
+
+@_command("audit")
+def audit(config: RunConfig) -> None:
+    """Replay a dataset's gold programs (FOLIO dev: its own FOL annotations) into OUT/gold/<dataset>/ and list the problems whose gold translation does not parse, proves another label, or is inconsistent (OUT/gold/<dataset>/audit.jsonl)."""
+    from rich.table import Table
+
+    from .data.gold import gold_programs
+    from .report.gold import audit as audit_run
+    from .report.gold import write_audit
+
+    programs = gold_programs(config.spec, config.split or config.spec.splits[0], config.data_dir)
+    gold = config.model_copy(update={"programs": programs, "out": config.out / "gold", "backup": "none"})
+    _report(list(STAGES), gold)
+    flagged, total = audit_run(gold.stage_dir, gold.spec, gold.split or "", gold.data_dir)
+    path = write_audit(gold.stage_dir, flagged)
+    table = Table("id", "finding", "label", "proved", "why", title="gold programs that cannot be trusted")
+    for item in flagged:
+        table.add_row(item.id, item.kind.replace("_", " "), item.label or "", item.proved or "", item.reason)
+    stdout.print(table)
+    counts = {said: sum(1 for f in flagged if f.kind == kind) for kind, said in
+              (("does_not_parse", "do not parse"), ("other_label", "prove another label"),
+               ("inconsistent", "are inconsistent"), ("does_not_execute", "do not execute"))}
+    stdout.print(f"of {total} gold programs: " + ", ".join(f"{n} {said}" for said, n in counts.items())
+                 + f"; listed in {path}")
 
 
 _FORMALISMS = inspect.Parameter("formalisms", inspect.Parameter.KEYWORD_ONLY, annotation=str,

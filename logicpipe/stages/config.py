@@ -21,6 +21,7 @@ from pydantic import (
 
 from ..core.errors import DataError, LogicPipeError
 from ..data import index_programs
+from ..data.gold import gold_programs, is_gold
 from ..data.registry import DatasetSpec, get_dataset, load_task_file, solver_name
 from ..run.folder import allowed_errors
 
@@ -220,8 +221,8 @@ class RunConfig(TaskOptions):
     def _programs(cls, value: Path | None) -> Path | None:
         """The file (or folder) is checked and indexed now (the index is kept for formulate), so a wrong one
         stops the run here."""
-        if value is None:
-            return None
+        if value is None or is_gold(value):
+            return value  # `gold`: the dataset's own annotations, resolved once the task is known
         try:
             index_programs(value)  # Logic-LM's JSON, a JSONL file or a folder of program files
         except DataError as exc:
@@ -251,6 +252,14 @@ class RunConfig(TaskOptions):
             raise ValueError("--refine semantic needs a model (give --model or --refine-model)")
         spec = self.check_source()
         self.split = self.split or spec.splits[0]
+        if is_gold(self.programs):
+            if self.other_formalism:
+                raise ValueError(f"--programs gold: the gold programs are first-order logic; drop --formalism "
+                                 f"{self.formalism}")
+            try:  # the annotations converted into a programs file, replayed as one
+                self.programs = gold_programs(spec, self.split, self.data_dir)
+            except DataError as exc:
+                raise ValueError(f"--programs gold: {exc}") from None
         if self.prompts is None:
             self.prompts = spec.prompts
         return self

@@ -12,6 +12,7 @@ import time
 from ..core.jsonl import write_json_if_changed
 from ..core.records import EvaluateRecord, InterpretRecord
 from ..core.trajectory import Trajectory
+from ..report.gold import reference
 from .context import RunContext, StageReport
 from .metrics import Tally
 
@@ -45,6 +46,9 @@ def conclude(ctx: RunContext) -> None:
     if ctx.tally is None:
         return
     ctx.metrics = ctx.tally.metrics(ctx.config)
+    held = reference(ctx.config, ctx.store.path)  # a task with gold programs: agreement with them
+    if held is not None:
+        ctx.metrics["gold_agreement"] = held
     write_json_if_changed(ctx.store.path / METRICS_FILE, ctx.metrics)
 
 

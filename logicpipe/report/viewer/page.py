@@ -93,7 +93,24 @@ def _metrics_table(datasets: list[dict]) -> str:
         metrics = entry["metrics"]
         cells = [entry["key"], *(metrics.get(key) for _, key in _METRICS), metrics.get("failures", {})]
         rows.append("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in cells) + "</tr>")
-    return f'<table class="metrics"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+    return (f'<table class="metrics"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+            + _gold_agreement(datasets))
+
+
+def _gold_agreement(datasets: list[dict]) -> str:
+    """A line per dataset held against its gold programs (metrics.json's gold_agreement)."""
+    lines = []
+    for entry in datasets:
+        held = entry["metrics"].get("gold_agreement")
+        if not isinstance(held, dict):
+            continue
+        if "error" in held:
+            lines.append(f"<li>{escape(entry['key'])}: {escape(str(held['error']))}</li>")
+            continue
+        lines.append(f"<li>{escape(entry['key'])}: the run's verdict agrees with the gold program's on "
+                     f"{_cell(held.get('agree'))} of {_cell(held.get('compared'))} problems where both proved an "
+                     f"option ({_cell(held.get('rate'))}%)</li>")
+    return f'<ul class="gold-agreement">{"".join(lines)}</ul>' if lines else ""
 
 
 _TEMPLATE = """<!DOCTYPE html>

@@ -8,6 +8,7 @@ and a malformed line is skipped with a warning instead of ending the view.
 from __future__ import annotations
 
 import difflib
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,6 +19,7 @@ from ...core.records import DecisionRecord, FormulateRecord, Record, SolveRecord
 from ...core.trajectory import Trajectory
 from ...data import DatasetSpec, load_task_file
 from ...stages.store import read_recorded, stage_dirs
+from ..gold import AGREEMENT_FILE
 from ..problems import recorded_problems
 
 _LINE = re.compile(r"\bline (\d+)")
@@ -57,7 +59,30 @@ def _dataset(view: RunView, folder: Path, task: DatasetSpec | None, data_dir: Pa
     texts = {key: problem.model_dump() for key, problem in
              recorded_problems(recorded, task, data_dir, view.warnings,
                                [t.id for t in recorded.trajectories] if window is not None else None).items()}
-    return [_problem(recorded.key, trajectory, texts.get(trajectory.id, {})) for trajectory in recorded.trajectories]
+    held = _gold_agreement(folder, view.warnings)
+    problems = [_problem(recorded.key, trajectory, texts.get(trajectory.id, {})) for trajectory in recorded.trajectories]
+    for problem in problems:
+        if problem["id"] in held:
+            problem["gold_program"] = held[problem["id"]]
+    return problems
+
+
+def _gold_agreement(folder: Path, warnings: list[str]) -> dict[str, dict]:
+    """id -> the gold program's verdict and whether the run's agrees (gold_agreement.jsonl, when the run
+    has one); a malformed line is skipped with a warning, as the stage files' are."""
+    path = folder / AGREEMENT_FILE
+    found: dict[str, dict] = {}
+    if not path.is_file():
+        return found
+    for number, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), start=1):
+        try:
+            row = json.loads(line)
+            found[str(row["id"])] = {"verdict": row.get("gold_verdict"), "agrees": row.get("agrees"),
+                                     "error": row.get("gold_error")}
+        except (ValueError, KeyError, TypeError):
+            if line.strip():
+                warnings.append(f"{path}:{number}: skipped a malformed line")
+    return found
 
 
 def one_line(message: str, width: int = 160) -> str:

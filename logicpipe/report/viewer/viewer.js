@@ -214,6 +214,11 @@
     detail.append(field("gold", p.gold), field("predicted", p.predicted), field("final", p.final),
       field("correct", p.correct === true ? "yes" : p.correct === false ? "no" : "unknown"),
       p.backup ? field("backup", p.backup) : "");
+    if (p.gold_program) {  // a run held against the dataset's gold programs (gold_agreement.jsonl)
+      const g = p.gold_program;
+      detail.append(field("gold program's verdict", g.verdict === null ? "none (" + text(g.error) + ")" : g.verdict),
+        field("agrees with the gold program", g.agrees === true ? "yes" : g.agrees === false ? "no" : "not compared"));
+    }
     if (p.category) detail.append(el("div", { class: "error" }, p.category + ": " + text(p.message)));
     if (p.context !== null && p.context !== undefined) detail.append(el("h4", null, "context"), el("p", { class: "context" }, p.context));
     if (p.question !== null && p.question !== undefined) detail.append(el("h4", null, "question"), el("p", null, p.question));
