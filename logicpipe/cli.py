@@ -44,7 +44,7 @@ if not stdout.is_terminal:
 
 # Options that several commands take, each declared once (typer reads these, never changes them).
 DATASET = typer.Option("", "--dataset", "-d", show_default=False,
-                       help="built-in dataset: folio, prontoqa, proofwriter, logicaldeduction, ar-lsat")
+                       help="built-in dataset: folio, prontoqa, proofwriter, logicaldeduction, ar-lsat, logicbench-bqa, logicbench-mcqa")
 TASK = typer.Option(None, "--task", "-t", help="task file (YAML or JSON) describing your own dataset, instead of --dataset")
 DATA_DIR = typer.Option(None, "--data-dir", help="Logic-LM data folder (else $LOGICPIPE_DATA, else download)")
 WORKERS = typer.Option(1, "--workers", "-w", help="solver worker processes")
@@ -107,6 +107,7 @@ def _options(
     prompts: Optional[str] = typer.Option(None, "--prompts", help="folder of prompt templates that replace the shipped ones of the same name, or the bare word logic-lm: Logic-LM's own prompts (downloaded once, pinned by sha256; ./logic-lm is a folder)"),
     ids: Optional[Path] = typer.Option(None, "--ids", help="only the problems whose ids this file lists, one a line (e.g. an optimisation's OUT/splits/test.txt)"),
     exclude_ids: Optional[Path] = typer.Option(None, "--exclude-ids", help="all problems but those whose ids this file lists, one a line"),
+    subset: Optional[str] = typer.Option(None, "--subset", help="LogicBench: only a logic type (nm_logic) or a logic type/pattern (nm_logic/default_reasoning_default)"),
 ) -> RunConfig:
     values = dict(locals())  # the options, before the import below adds a name
     from .prompts import prompts_option
@@ -132,7 +133,8 @@ def _id_file(path: Path | None, option: str) -> list[str] | None:
 
 
 # Which options each command shows; the others keep their defaults.
-_WHERE = {"dataset", "task", "formalism", "split", "out", "data_dir", "limit", "overwrite", "ids", "exclude_ids"}
+_WHERE = {"dataset", "task", "formalism", "split", "out", "data_dir", "limit", "overwrite", "ids", "exclude_ids",
+          "subset"}
 _SOLVER = {"workers", "timeout", "memory_mb", "executor", "ray_address", "ray_connect_timeout"}
 _LLM = {"model", "base_url", "max_concurrency", "temperature", "max_tokens", "llm_timeout", "max_retries",
         "price_prompt", "price_completion", "llm_cache", "max_errors", "prompts"}
@@ -601,8 +603,8 @@ def list_() -> None:
     from .solvers import registry
 
     for spec in all_datasets():
-        stdout.print(f"{spec.key:<18} {spec.name:<18} solver={spec.solver:<4} splits={','.join(spec.splits)}",
-                     markup=False, highlight=False)
+        stdout.print(f"{spec.key:<18} {spec.name:<18} solver={spec.solver:<4} splits={','.join(spec.splits)}"
+                     + _described(spec), markup=False, highlight=False)
     stdout.print("solvers:", markup=False, highlight=False)
     for entry in registry.entries().values():
         try:  # a broken plugin is one line here; the others are still listed
@@ -611,6 +613,25 @@ def list_() -> None:
             described = f"cannot be loaded: {exc}"
         origin = "built-in" if entry.builtin else "plugin"
         stdout.print(f"  {entry.name:<8} {origin:<8} {entry.package:<24} {described}", markup=False, highlight=False)
+
+
+def _described(spec) -> str:
+    """Sizes, the formalisms with a shipped prompt, the licence and subsets of a dataset that declares a licence."""
+    if not spec.licence:
+        return ""
+    from .prompts import PromptSet
+    from .solvers import registry
+
+    prompts = PromptSet()
+    fits = [name for name in registry.names() if name == spec.solver or prompts.has(f"{spec.prompt}-{name}")]
+    sizes = ",".join(f"{split}:{count}" for split, count in spec.sizes.items())
+    subsets = ""
+    if spec.source.format == "logicbench":
+        from .data.logicbench import subsets as named
+
+        types = [name for name in named(spec) if "/" not in name]
+        subsets = f" subsets={','.join(types)} and {len(named(spec)) - len(types)} <type>/<pattern>"
+    return f" problems={sizes} formalisms={','.join(fits)} licence={spec.licence}{subsets}"
 
 
 def _fail(message: object) -> None:

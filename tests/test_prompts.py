@@ -7,14 +7,15 @@ from logicpipe.prompts import PromptSet, extract_program, is_paper, prompts_opti
 from logicpipe.solvers import execute_task
 from logicpipe.testing import FakeOpenAI
 
-EXPECTED = {"prontoqa": "False", "proofwriter": "False", "folio": "Unknown", "logicaldeduction": "A", "ar-lsat": "B"}
+EXPECTED = {"prontoqa": "False", "proofwriter": "False", "folio": "Unknown", "logicaldeduction": "A", "ar-lsat": "B",
+            "logicbench-bqa": "True", "logicbench-mcqa": "C"}
 
 
 @pytest.mark.parametrize("spec", all_datasets(), ids=lambda s: s.key)
 def test_every_demonstration_is_a_program_our_solver_runs(spec):
     prompt = PromptSet().get(spec.key)
     text = prompt.system + "\n" + prompt.user
-    demo = text.split("Program:\n", 1)[1].split("\n\nNow the problem.", 1)[0]
+    demo = text.split("Program:\n", 1)[1].split("\n\nNow the problem.", 1)[0].split("\n\nExample.", 1)[0]
     out = execute_task({"solver": spec.solver, "program": demo})
     assert out.verdict == EXPECTED[spec.key], out
 

@@ -78,6 +78,10 @@ def read_rows(spec: DatasetSpec, split: str, data_dir: Path | str | None) -> tup
         from .hf import hf_rows
 
         return hf_rows(spec, split)
+    if src.format == "logicbench":
+        from .logicbench import rows
+
+        return rows(spec, split)
     if src.format == "logic-lm":
         if src.path is not None:
             path = spec.local(src.path) / f"{split}.json"

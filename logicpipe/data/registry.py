@@ -20,7 +20,7 @@ from ..core.task import AnswerSpace
 # Long spellings of the built-in solvers' names; any installed solver's name (solvers/registry.py) is valid.
 ALIASES = {"logic-programming": "lp", "first-order-logic": "fol", "answer-set-programming": "asp"}
 _PAPER_ORDER = ("prontoqa", "proofwriter", "folio", "logicaldeduction", "ar-lsat")
-Format = Literal["logic-lm", "jsonl", "csv", "json", "hf"]
+Format = Literal["logic-lm", "jsonl", "csv", "json", "hf", "logicbench"]
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 _NAME_RUN = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -73,6 +73,8 @@ class DatasetSpec(BaseModel):
     timeout: float = Field(default=30.0, gt=0)
     prompt: str = ""  # id of the formulate prompt; defaults to the name
     prompts: Path | None = None  # a folder of prompt templates (relative to the task file)
+    licence: str = ""  # what `logicpipe list` says of the data's licence (built-ins beyond Logic-LM's)
+    sizes: dict[str, int] = {}  # problems per split, as `logicpipe list` shows them
     base: Path | None = Field(default=None, exclude=True)  # the task file's folder
 
     @field_validator("key")
@@ -104,7 +106,7 @@ class DatasetSpec(BaseModel):
 
     def digest(self) -> str:
         """What decides the problems and how they are solved (prompt texts are recorded per stage)."""
-        text = self.model_dump_json(exclude={"base", "prompts", "description", "aliases"})
+        text = self.model_dump_json(exclude={"base", "prompts", "description", "aliases", "licence", "sizes"})
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def local(self, path: str) -> Path:
@@ -219,6 +221,11 @@ def source() -> SourceSpec:
 
 def all_datasets() -> list[DatasetSpec]:
     return list(_builtin().values())
+
+
+def paper_datasets() -> list[DatasetSpec]:
+    """Logic-LM's five datasets (whose released programs and baselines `reproduce` replays)."""
+    return [spec for spec in all_datasets() if spec.key in _PAPER_ORDER]
 
 
 def get_dataset(name: str) -> DatasetSpec:

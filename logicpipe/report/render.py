@@ -21,8 +21,24 @@ def render_summary(console: Console, metrics: dict, stages: list) -> None:
     table.add_row(str(metrics["total"]), str(metrics["executed"]), f"{metrics['exe_rate']:.2f}%",
                   f"{metrics['exe_acc']:.2f}%", f"{metrics['accuracy']:.2f}%")
     console.print(table)
+    _groups(console, metrics)
     _failures(console, metrics, "failures by category")
     _stages(console, stages)
+
+
+def _groups(console: Console, metrics: dict) -> None:
+    """LogicBench's figures per logic type, then per pattern."""
+    for key, title in (("by_logic", "by logic type"), ("by_pattern", "by pattern")):
+        if not metrics.get(key):
+            continue
+        table = Table(title=title)
+        table.add_column(title.removeprefix("by "))
+        for column in ("total", "executed", "Exe_Rate", "Exe_Acc", "accuracy"):
+            table.add_column(column, justify="right")
+        for name, row in metrics[key].items():
+            table.add_row(name, str(row["total"]), str(row["executed"]), f"{row['exe_rate']:.2f}%",
+                          f"{row['exe_acc']:.2f}%", f"{row['accuracy']:.2f}%")
+        console.print(table)
 
 
 def _failures(console: Console, metrics: dict, title: str) -> None:

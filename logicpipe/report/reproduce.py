@@ -10,8 +10,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..core.errors import DataError
-from ..data import DatasetSpec, all_datasets, resolve_file
+from ..data import DatasetSpec, resolve_file
 from ..data.loaders import data_root
+from ..data.registry import paper_datasets
 from ..stages import Progress, RunConfig, baseline, run
 from ..stages.context import quiet
 
@@ -35,7 +36,7 @@ def program_files(data_dir: Path | None = None, models: tuple[str, ...] = MODELS
     local = data_root(data_dir) is not None
     files = []
     for model in models:
-        for spec in all_datasets():
+        for spec in paper_datasets():
             try:
                 files.append((model, spec, resolve_file(f"programs/{spec.name}_dev_{model}.json", data_dir)))
             except DataError:
@@ -68,7 +69,7 @@ def run_baselines(out: Path, llm: RunConfig, data_dir: Path | None = None, limit
     """Standard and CoT accuracy of the configured model on every dataset's dev split."""
     results: dict[tuple[str, str, str], float] = {}
     model = llm.model or ""
-    for spec in all_datasets() if model else []:
+    for spec in paper_datasets() if model else []:
         for mode in ("standard", "cot"):
             config = llm.model_copy(update={"dataset": spec.key, "split": "dev", "data_dir": data_dir,
                                             "limit": limit, "out": out / "baselines" / model,

@@ -190,6 +190,7 @@ class RunConfig(TaskOptions):
     # Only these problems of the split (in the split's order); `logicpipe optimize` runs minibatches with it.
     ids: list[str] | None = None
     exclude_ids: list[str] | None = None  # all problems of the split but these (`run --exclude-ids FILE`)
+    subset: str | None = None  # LogicBench: a logic type or logic type/pattern (data/logicbench.py)
     programs: Path | None = None
     backup: Backup = "random"
     timeout: float | None = Field(default=None, gt=0, le=86400)
@@ -252,6 +253,13 @@ class RunConfig(TaskOptions):
             raise ValueError("--refine semantic needs a model (give --model or --refine-model)")
         spec = self.check_source()
         self.split = self.split or spec.splits[0]
+        if self.subset:
+            from ..data.logicbench import check_subset
+
+            try:
+                self.subset = check_subset(spec, self.subset)
+            except LogicPipeError as exc:
+                raise ValueError(str(exc)) from None
         if is_gold(self.programs):
             if self.other_formalism:
                 raise ValueError(f"--programs gold: the gold programs are first-order logic; drop --formalism "

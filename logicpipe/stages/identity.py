@@ -118,6 +118,8 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
         wanted["ids"] = text_sha(*sorted(ctx.config.ids))
     if ctx.config.exclude_ids is not None:  # likewise: the split less these
         wanted["exclude_ids"] = text_sha(*sorted(ctx.config.exclude_ids))
+    if ctx.config.subset:  # LogicBench's --subset: only that subset resumes here
+        wanted["subset"] = ctx.config.subset
     # Refinement solves its repairs with the solve stage's limits, so it answers to those too.
     for stage in [*stages, *(["solve"] if "refine" in stages and "solve" not in stages else [])]:
         wanted["stages"][stage] = stage_identity(ctx, stage)
@@ -125,5 +127,5 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
     recorded = folder.recorded().get("stages", {})
     # Nothing was refined yet: a run may now add a refinement model.
     unrefined = recorded.get("refine") == {"model": None} and not any(folder.path.glob("refine-*.jsonl"))
-    return folder.settle(wanted, always=("ids", "exclude_ids", "formalism"), fresh=("refine",) if unrefined else (),
+    return folder.settle(wanted, always=("ids", "exclude_ids", "formalism", "subset"), fresh=("refine",) if unrefined else (),
                          notes=NOTES)

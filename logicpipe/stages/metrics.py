@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 from ..core.records import ErrorCategory, EvaluateRecord, Usage, executed
 from ..core.trajectory import Trajectory
+from ..data.logicbench import group
 from .config import RunConfig
 
 # Logic-LM counts a Z3 program that selects no option as an execution error; for every other solver a
@@ -33,11 +34,20 @@ class Tally:
         self.usage: Usage | None = None
         self.decisions: Counter[str] = Counter()
         self.decided = self.revised = 0
+        # LogicBench: [total, executed, correct_executed, correct] per `<logic>/<pattern>` of the ids.
+        self.groups: dict[str, list[int]] = {}
 
     def scores(self, records: Iterable[EvaluateRecord]) -> Tally:
         for r in records:
             self.total += 1
             self.correct += r.correct
+            named = group(r.id)
+            if named is not None:
+                counts = self.groups.setdefault(named, [0, 0, 0, 0])
+                counts[0] += 1
+                counts[1] += r.executed
+                counts[2] += r.correct_executed
+                counts[3] += r.correct
             if r.error is not None:
                 self.failures[r.error.category.value] += 1
             if not r.executed:
@@ -75,7 +85,8 @@ class Tally:
         """The tally as JSON, saved with each finished chunk (a resume adds it instead of re-reading)."""
         return {**{name: getattr(self, name) for name in self._COUNTS}, "rounds": self.rounds,
                 "failures": dict(self.failures), "sources": sorted(self.sources),
-                "decisions": dict(self.decisions), "usage": self.usage.model_dump() if self.usage else None}
+                "decisions": dict(self.decisions), "usage": self.usage.model_dump() if self.usage else None,
+                **({"groups": self.groups} if self.groups else {})}
 
     def add(self, state: dict) -> Tally:
         """Another tally's state added to this one."""
@@ -85,6 +96,9 @@ class Tally:
         self.failures.update(state["failures"])
         self.sources.update(state["sources"])
         self.decisions.update(state["decisions"])
+        for named, counts in state.get("groups", {}).items():
+            mine = self.groups.setdefault(named, [0, 0, 0, 0])
+            self.groups[named] = [a + b for a, b in zip(mine, counts)]
         if state["usage"] is not None:
             usage = Usage(**state["usage"])
             self.usage = usage if self.usage is None else self.usage + usage
@@ -130,5 +144,23 @@ class Tally:
         return extra
 
     def metrics(self, config: RunConfig) -> dict:
-        return {**self.score_metrics(config), **self.model_metrics(config)}
+        return {**self.score_metrics(config), **self.model_metrics(config), **self.group_metrics(config)}
+
+    def group_metrics(self, config: RunConfig) -> dict:
+        """LogicBench: the scores per logic type (`by_logic`) and per pattern (`by_pattern`), by the ids'
+        `<logic>/<pattern>/...` prefix; nothing for another dataset."""
+        if config.spec.source.format != "logicbench" or not self.groups:
+            return {}
+        logics: dict[str, list[int]] = {}
+        for named, counts in self.groups.items():
+            logic = named.split("/")[0]
+            logics[logic] = [a + b for a, b in zip(logics.get(logic, [0, 0, 0, 0]), counts)]
+        return {"subset": config.subset, "by_logic": {k: _scores(v) for k, v in sorted(logics.items())},
+                "by_pattern": {k: _scores(v) for k, v in sorted(self.groups.items())}}
+
+
+def _scores(counts: list[int]) -> dict:
+    total, executed, correct_executed, correct = counts
+    return {"total": total, "executed": executed, "exe_rate": _percent(executed, total),
+            "exe_acc": _percent(correct_executed, executed), "correct": correct, "accuracy": _percent(correct, total)}
 

@@ -60,6 +60,10 @@ def problems_for(config: RunConfig) -> list[Problem]:
 def problem_set(config: RunConfig) -> ProblemSet:
     problems = index_problems(config.spec, config.split, config.data_dir)
     # The loader has checked ids (unique, printable), fields and answers row by row.
+    if config.subset:  # LogicBench: a logic type or logic type/pattern, checked by RunConfig
+        from ..data.logicbench import in_subset
+
+        problems = problems.keep(lambda identifier: in_subset(identifier, config.subset or ""))
     if config.ids is not None:
         wanted = set(config.ids)
         unknown = sorted(wanted - set(problems.ids))

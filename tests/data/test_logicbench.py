@@ -1,0 +1,178 @@
+"""LogicBench as built-in tasks: rows and ids from the pinned files, subsets, validate, list, the prompts'
+demonstrations, per-pattern metrics, and our own programs replayed through the CLI with the scripted
+server. The data is read from $LOGICPIPE_DATASETS (the Makefile points it at ../shared/datasets)."""
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from logicpipe.core.errors import DataError
+from logicpipe.data import get_dataset, load_problems
+from logicpipe.prompts import PromptSet
+from logicpipe.solvers import execute_task
+from tests.conftest import ROOT, cli
+from tests.testing.test_serve_scripted import start, stop
+
+FILES = ROOT / "tests" / "data" / "files" / "logicbench"
+NM_PROGRAMS = FILES / "bqa-nm-asp.jsonl"  # our own ASP programs: 3 samples of each non-monotonic pattern
+FOL_PROGRAMS = FILES / "bqa-fol.jsonl"  # our own FOL programs for propositional and first-order patterns
+
+
+def _datasets() -> Path | None:
+    for chosen in (os.environ.get("LOGICPIPE_DATASETS"), str(ROOT.parent / "shared" / "datasets")):
+        if chosen and (Path(chosen) / "logicbench-eval").is_dir():
+            return Path(chosen)
+    return None
+
+
+DATASETS = _datasets()
+pytestmark = pytest.mark.skipif(DATASETS is None, reason="LogicBench not found: set LOGICPIPE_DATASETS to a "
+                                "folder holding logicbench-eval/ (the Makefile uses ../shared/datasets)")
+
+
+@pytest.fixture(autouse=True)
+def _datasets_env(monkeypatch):
+    monkeypatch.setenv("LOGICPIPE_DATASETS", str(DATASETS))
+
+
+def ids_of(path: Path) -> list[str]:
+    return [json.loads(line)["id"] for line in path.read_text().splitlines()]
+
+
+def records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_bqa_is_one_problem_per_question_with_ids_from_the_source():
+    problems = load_problems(get_dataset("logicbench-bqa"), "eval")
+    by_id = {p.id: p for p in problems}
+    assert len(problems) == len(by_id) == 1520
+    counts = {logic: sum(p.id.startswith(logic + "/") for p in problems)
+              for logic in ("propositional_logic", "first_order_logic", "nm_logic")}
+    assert counts == {"propositional_logic": 560, "first_order_logic": 520, "nm_logic": 440}
+    # Sample 1 of default_reasoning_default, its two questions: the first entailed, the second not.
+    source = json.loads((DATASETS / "logicbench-eval/BQA/nm_logic/default_reasoning_default/data_instances.json")
+                        .read_text())["samples"][0]
+    first, second = by_id["nm_logic/default_reasoning_default/1/0"], by_id["nm_logic/default_reasoning_default/1/1"]
+    assert (first.context, first.question, first.answer) == (source["context"], source["qa_pairs"][0]["question"], "A")
+    assert (second.question, second.answer) == (source["qa_pairs"][1]["question"], "B")
+    assert first.options == ["A) True", "B) False", "C) Unknown"]
+
+
+def test_mcqa_options_follow_the_choice_numbers():
+    problems = load_problems(get_dataset("logicbench-mcqa"), "eval")
+    assert len(problems) == 500
+    first = next(p for p in problems if p.id == "nm_logic/default_reasoning_default/1")
+    assert first.options == ["A) Anna plays volleyball", "B) Jenny is good at skipping", "C) Jenny plays volleyball",
+                             "D) Jenny plays basketball"] and first.answer == "D"
+
+
+def test_a_file_that_differs_from_the_pinned_one_is_refused(tmp_path, monkeypatch):
+    shutil.copytree(DATASETS / "logicbench-eval", tmp_path / "logicbench-eval")
+    changed = tmp_path / "logicbench-eval/BQA/nm_logic/default_reasoning_irr/data_instances.json"
+    changed.write_text(changed.read_text().replace("Once upon a time", "Once", 1))
+    monkeypatch.setenv("LOGICPIPE_DATASETS", str(tmp_path))
+    with pytest.raises(DataError, match="default_reasoning_irr.*sha256 differs"):
+        load_problems(get_dataset("logicbench-bqa"), "eval")
+
+
+def test_without_a_local_copy_the_download_is_checksummed_and_cached(tmp_path, monkeypatch):
+    """As Logic-LM's files: fetched from the pinned commit's layout (a local mirror here), cached."""
+    root = tmp_path / "mirror"
+    shutil.copytree(DATASETS / "logicbench-eval", root / "data" / "LogicBench(Eval)")
+    handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.delenv("LOGICPIPE_DATASETS")
+        monkeypatch.setenv("LOGICPIPE_CACHE", str(tmp_path / "cache"))
+        monkeypatch.setenv("LOGICPIPE_DATA_URL", f"http://127.0.0.1:{server.server_address[1]}")
+        assert len(load_problems(get_dataset("logicbench-mcqa"), "eval")) == 500
+        monkeypatch.setenv("LOGICPIPE_DATA_URL", "http://127.0.0.1:9")  # offline: the cache serves
+        assert len(load_problems(get_dataset("logicbench-mcqa"), "eval")) == 500
+        with pytest.raises(DataError, match="cannot download"):  # BQA's files were never fetched
+            load_problems(get_dataset("logicbench-bqa"), "eval")
+    finally:
+        server.shutdown()
+
+
+def test_validate_accepts_both_tasks_with_every_split_and_list_describes_them():
+    for key, size in (("logicbench-bqa", 1520), ("logicbench-mcqa", 500)):
+        done = cli("validate", "-d", key)
+        assert done.returncode == 0 and f"{key} eval: {size} problems" in done.stdout and ": ok" in done.stdout, \
+            done.stdout + done.stderr
+    listed = cli("list").stdout
+    assert re.search(r"logicbench-bqa .* problems=eval:1520 formalisms=fol,asp licence=MIT subsets="
+                     r"propositional_logic,first_order_logic,nm_logic and 25", listed), listed
+    assert re.search(r"logicbench-mcqa .* problems=eval:500 formalisms=asp licence=MIT", listed), listed
+
+
+@pytest.mark.parametrize("prompt, solver, verdicts", [("logicbench-bqa", "fol", ["True", "Unknown"]),
+                                                      ("logicbench-bqa-asp", "asp", ["True", "False"]),
+                                                      ("logicbench-mcqa", "asp", ["C", "B"])])
+def test_every_demonstration_is_checked_by_its_solver(prompt, solver, verdicts):
+    demos = re.findall(r"Program:\n(.*?)\n\n", PromptSet().get(prompt).user, re.S)
+    assert [execute_task({"solver": solver, "program": demo}).verdict for demo in demos] == verdicts
+
+
+def test_an_unknown_subset_is_one_line_with_a_suggestion_before_anything_is_written(tmp_path):
+    for subset, close in (("nm_logc", "nm_logic"), ("nm_logic/default_reasoning_defaul",
+                                                     "nm_logic/default_reasoning_default")):
+        done = cli("run", "-d", "logicbench-bqa", "--subset", subset, "--programs", str(NM_PROGRAMS),
+                   "--formalism", "asp", "--out", str(tmp_path / "out"))
+        lines = done.stderr.strip().splitlines()
+        assert done.returncode == 2 and len(lines) == 1 and f"did you mean '{close}'" in lines[0], done.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_our_asp_programs_get_the_gold_answers_of_the_nm_subset_through_the_scripted_server(tmp_path):
+    """`run --subset nm_logic --formalism asp --model scripted`: all 440 non-monotonic questions are run
+    (no other), ours (63) answered as the dataset does; the others have no program, a typed failure each."""
+    server, url = start("--programs", str(NM_PROGRAMS))
+    try:
+        done = cli("run", "-d", "logicbench-bqa", "--subset", "nm_logic", "--formalism", "asp", "--model", "scripted",
+                   "--base-url", url, "--out", str(tmp_path), "--max-rounds", "0", "--backup", "none",
+                   "--max-errors", "100%", "--llm-timeout", "10")
+    finally:
+        stop(server)
+    assert done.returncode == 0, done.stderr
+    folder = tmp_path / "logicbench-bqa"
+    ours = set(ids_of(NM_PROGRAMS))
+    evaluated = records(folder / "evaluate.jsonl")
+    assert len(evaluated) == 440 and all(r["id"].startswith("nm_logic/") for r in evaluated)
+    assert {r["id"] for r in evaluated if r["correct"]} == ours
+    assert all(r["error"] is not None for r in evaluated if r["id"] not in ours)
+    metrics = json.loads((folder / "metrics.json").read_text())
+    assert (metrics["total"], metrics["executed"], metrics["exe_acc"], metrics["subset"]) == (440, 63, 100.0, "nm_logic")
+    assert list(metrics["by_logic"]) == ["nm_logic"] and len(metrics["by_pattern"]) == 8
+    priority = metrics["by_pattern"]["nm_logic/reasoning_about_priority"]
+    assert (priority["total"], priority["executed"], priority["correct"]) == (80, 12, 12)
+    exceptions = metrics["by_pattern"]["nm_logic/reasoning_about_exceptions_1"]
+    assert (exceptions["total"], exceptions["executed"], exceptions["exe_rate"]) == (80, 9, 11.25)
+    assert "by pattern" in done.stdout and "nm_logic/default_reasoning_open" in done.stdout
+    # The subset is part of the run's identity: the same folder without it is refused.
+    again = cli("run", "-d", "logicbench-bqa", "--formalism", "asp", "--programs", str(NM_PROGRAMS), "--out", str(tmp_path))
+    assert again.returncode == 2 and "subset" in again.stderr, again.stderr
+
+
+def test_our_fol_programs_get_the_gold_answers_of_propositional_and_first_order_patterns(tmp_path):
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(ids_of(FOL_PROGRAMS)))
+    server, url = start("--programs", str(FOL_PROGRAMS))
+    try:
+        done = cli("run", "-d", "logicbench-bqa", "--model", "scripted", "--base-url", url, "--ids", str(ids),
+                   "--out", str(tmp_path / "run"), "--max-rounds", "0", "--llm-timeout", "10", "--workers", "2")
+    finally:
+        stop(server)
+    assert done.returncode == 0, done.stderr
+    metrics = json.loads((tmp_path / "run" / "logicbench-bqa" / "metrics.json").read_text())
+    assert (metrics["total"], metrics["executed"], metrics["correct"]) == (20, 20, 20)
+    assert {k: v["total"] for k, v in metrics["by_logic"].items()} == {"first_order_logic": 10, "propositional_logic": 10}
+    assert len(metrics["by_pattern"]) == 6
