@@ -21,15 +21,17 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..core.errors import LogicPipeError
 from ..core.records import stage_error
 from ..data.fetch import cache_dir
-from ..data.gold import GOLD_SPLITS, annotation_errors, gold_examples, gold_programs, has_gold
+from ..data.gold import GOLD_SPLITS, Annotated, annotation_errors, gold_examples, gold_programs, has_gold
 from ..data.registry import DatasetSpec
 from ..solvers import get_solver
 from ..solvers.base import Limits, map_answer
+from ..solvers.fol import FOLProgram
+from ..solvers.fol_parser import Bin, Not, Pred, Quant, parse_formula
 
 if TYPE_CHECKING:
     from ..stages.config import RunConfig
@@ -145,6 +147,85 @@ def gold_verdicts(spec: DatasetSpec, split: str, data_dir: Path | str | None, id
     return {i: found[i] for i in ids if i in found}
 
 
+def _signatures(node: Any) -> set[tuple[str, int]]:
+    """Each predicate (name, arity) a formula uses."""
+    found: set[tuple[str, int]] = set()
+    stack = [node]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Pred):
+            found.add((node.name, len(node.args)))
+        elif isinstance(node, (Not, Quant)):
+            stack.append(node.body)
+        elif isinstance(node, Bin):
+            stack += [node.left, node.right]
+    return found
+
+
+@dataclass
+class PremisesCheck:
+    verdict: str | None = None
+    gives_label: bool | None = None
+    unchecked: str | None = None
+
+
+def premises_checks(run_dir: Path, examples: dict[str, Annotated], labels: dict[str, str | None],
+                    options: dict[str, list[str]], closed_world: bool, seconds: float, memory_mb: int,
+                    workers: int) -> dict[str, PremisesCheck]:
+    """Per problem of the run: Prover9 on the run's final premises with the gold conclusion, where every
+    predicate of the gold conclusion (name and arity) is one the run's premises use; the option proved,
+    and whether it is the label. A translation that gets the right letter from premises that do not say
+    what the gold ones say shows here: its premises do not give the label for the gold conclusion."""
+    from ..stages.store import read_recorded
+    from .export import final_program
+
+    solver = get_solver("fol")
+    found: dict[str, PremisesCheck] = {}
+    todo: list[tuple[str, FOLProgram]] = []
+    for trajectory in read_recorded(run_dir, []).trajectories:
+        identifier = trajectory.id
+        final = final_program(trajectory)
+        example = examples.get(identifier)
+        if example is None:
+            found[identifier] = PremisesCheck(unchecked="no gold annotation")
+            continue
+        if final is None or final.program is None:
+            found[identifier] = PremisesCheck(unchecked="the run has no program")
+            continue
+        try:
+            mine = solver.parse(final.program)
+        except LogicPipeError:
+            found[identifier] = PremisesCheck(unchecked="the run's program does not parse")
+            continue
+        try:
+            conclusion = parse_formula(" ".join(example.conclusion_formula.split()))
+        except LogicPipeError:
+            found[identifier] = PremisesCheck(unchecked="the gold conclusion does not parse")
+            continue
+        used = set().union(*(_signatures(formula) for formula, _ in mine.premises))
+        missing = sorted(_signatures(conclusion) - used)
+        if missing:
+            found[identifier] = PremisesCheck(unchecked="names differ: the run's premises have no " + ", ".join(
+                f"{name}/{arity}" for name, arity in missing))
+            continue
+        todo.append((identifier, FOLProgram(premises=mine.premises, conclusion=(conclusion, example.conclusion))))
+
+    def check(item: tuple[str, FOLProgram]) -> tuple[str, PremisesCheck]:
+        identifier, program = item
+        try:
+            result = solver.execute(program, Limits(seconds, memory_mb))
+        except LogicPipeError as exc:
+            return identifier, PremisesCheck(unchecked=f"Prover9: {stage_error(exc).category.value}")
+        letter = map_answer(result.verdict, options.get(identifier, []), closed_world)
+        if letter is None:
+            return identifier, PremisesCheck(unchecked=result.no_answer or "no option proved")
+        return identifier, PremisesCheck(letter, letter == labels.get(identifier))
+
+    with ThreadPoolExecutor(max(1, workers)) as pool:
+        found.update(pool.map(check, todo))
+    return found
+
+
 def reference(config: RunConfig, run_dir: Path) -> dict | None:
     """metrics.json's `gold_agreement` for a run on a task with gold programs (None for other tasks and
     for a replay of the gold programs themselves); gold_agreement.jsonl holds the per-problem rows. Gold
@@ -162,8 +243,22 @@ def reference(config: RunConfig, run_dir: Path) -> dict | None:
     except LogicPipeError as exc:
         return {"error": f"no gold verdicts: {exc}"}
     rows = list(agreement(evaluated, gold))
+    failed: str | None = None
+    try:
+        from ..data.loaders import load_problems
+
+        problems = {p.id: p for p in load_problems(spec, config.split, config.data_dir)}
+        checks = premises_checks(run_dir, gold_examples(spec, config.split, config.data_dir),
+                                 {i: p.answer for i, p in problems.items()}, {i: p.options for i, p in problems.items()},
+                                 spec.closed_world, config.timeout or spec.timeout, config.memory_mb, config.workers)
+    except LogicPipeError as exc:
+        checks, failed = {}, f"no premises check: {exc}"
+    for row in rows:
+        check = checks.get(row.id, PremisesCheck(unchecked=failed or "no records"))
+        row.premises_verdict, row.premises_give_label, row.premises_unchecked = \
+            check.verdict, check.gives_label, check.unchecked
     write_agreement(run_dir, rows)
-    return summary(rows)
+    return summary(rows, _last_records(evaluated))
 
 
 @dataclass
@@ -173,6 +268,11 @@ class Agreement:
     gold_verdict: str | None  # the option the gold program proved
     agrees: bool | None  # None when either proved none: nothing to compare
     gold_error: str | None = None
+    # The run's premises with the gold conclusion (Prover9): the option they prove, whether it is the
+    # label, or why they were not checked (the run's program does not parse, the names differ, ...).
+    premises_verdict: str | None = None
+    premises_give_label: bool | None = None
+    premises_unchecked: str | None = None
 
 
 def agreement(evaluated: Path, gold: dict[str, GoldVerdict]) -> Iterator[Agreement]:
@@ -186,15 +286,31 @@ def agreement(evaluated: Path, gold: dict[str, GoldVerdict]) -> Iterator[Agreeme
                         reference.error if reference else "no_gold_program")
 
 
-def summary(rows: list[Agreement]) -> dict:
-    """metrics.json's `gold_agreement`: agreement among problems where both programs proved an option."""
+def summary(rows: list[Agreement], evaluated: dict[str, dict] | None = None) -> dict:
+    """metrics.json's `gold_agreement`: agreement among problems where both programs proved an option,
+    and the premises check: among problems whose premises could be checked against the gold conclusion,
+    how many give the label, and how many answered right from premises that do not."""
     compared = [r for r in rows if r.agrees is not None]
     agree = sum(1 for r in compared if r.agrees)
+    checked = [r for r in rows if r.premises_give_label is not None]
+    give = sum(1 for r in checked if r.premises_give_label)
+    right = {pid for pid, r in (evaluated or {}).items() if r.get("correct_executed")}
     return {"problems": len(rows), "compared": len(compared), "agree": agree,
             "rate": round(100.0 * agree / len(compared), 2) if compared else 0.0,
             "run_no_verdict": sum(1 for r in rows if r.verdict is None),
             "gold_no_verdict": dict(sorted(Counter(r.gold_error or "no_answer" for r in rows
-                                                   if r.gold_verdict is None).items()))}
+                                                   if r.gold_verdict is None).items())),
+            "premises": {"checked": len(checked), "give_label": give,
+                         "rate": round(100.0 * give / len(checked), 2) if checked else 0.0,
+                         "right_answer_other_premises": sum(1 for r in checked
+                                                            if not r.premises_give_label and r.id in right),
+                         "unchecked": dict(sorted(Counter(_kind(r.premises_unchecked) for r in rows
+                                                          if r.premises_give_label is None).items()))}}
+
+
+def _kind(reason: str | None) -> str:
+    """An unchecked reason without its particulars (the names that differ), to count."""
+    return (reason or "no option proved").split(":")[0]
 
 
 def write_agreement(run_dir: Path, rows: list[Agreement]) -> Path:

@@ -4,6 +4,7 @@ figures, the audit of the annotations, and a run's agreement with them. Needs FO
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -76,13 +77,24 @@ def test_the_audit_lists_the_annotations_that_do_not_parse_and_the_other_labels(
     assert all(flagged[dev(n)]["proved"] == letter for n, letter in OTHER_LABEL.items())
 
 
-def test_a_run_of_gpt4s_programs_is_held_against_the_gold_verdicts(data_dir, gold_run, tmp_path):
-    # The first 60 problems of the released gpt-4 programs; the gold verdicts the run's metrics use are
-    # solved apart from the replay above, whose evaluate records are the independent reference here.
-    done = cli("run", "-d", "folio", "-n", "60", "--programs", str(data_dir / "programs" / "FOLIO_dev_gpt-4.json"),
-               "--data-dir", str(data_dir), "--out", str(tmp_path), "--workers", "2", env=ENV)
+GPT4 = "FOLIO_dev_gpt-4.json"
+FIRST = 60
+
+
+@pytest.fixture(scope="module")
+def gpt4_run(data_dir, tmp_path_factory) -> Path:
+    """The first 60 problems of Logic-LM's released gpt-4 programs, replayed."""
+    out = tmp_path_factory.mktemp("gpt4")
+    done = cli("run", "-d", "folio", "-n", str(FIRST), "--programs", str(data_dir / "programs" / GPT4),
+               "--data-dir", str(data_dir), "--out", str(out), "--workers", "2", env=ENV)
     assert done.returncode == 0, done.stderr
-    run = tmp_path / "folio"
+    return out
+
+
+def test_a_run_of_gpt4s_programs_is_held_against_the_gold_verdicts(data_dir, gold_run, gpt4_run, tmp_path):
+    # The gold verdicts the run's metrics use are solved apart from the replay above, whose evaluate
+    # records are the independent reference here.
+    run = gpt4_run / "folio"
     gold = {pid: r["predicted"] if r["executed"] else None for pid, r in lines(gold_run / "evaluate.jsonl").items()}
     mine = {pid: r["predicted"] if r["executed"] else None for pid, r in lines(run / "evaluate.jsonl").items()}
     both = [pid for pid in mine if mine[pid] is not None and gold[pid] is not None]
@@ -95,12 +107,12 @@ def test_a_run_of_gpt4s_programs_is_held_against_the_gold_verdicts(data_dir, gol
     assert rows[dev(2)]["gold_error"] == "parse"  # its gold conclusion does not parse: nothing to compare
     metrics = json.loads((run / "metrics.json").read_text())["gold_agreement"]
     assert 0 < agree < len(both)  # a mix of agreement and disagreement, so a flipped comparison shows
-    assert (metrics["problems"], metrics["compared"], metrics["agree"]) == (60, len(both), agree)
+    assert (metrics["problems"], metrics["compared"], metrics["agree"]) == (FIRST, len(both), agree)
     assert metrics["rate"] == round(100 * agree / len(both), 2)
     assert metrics["gold_no_verdict"] == {"parse": sum(1 for pid in mine if gold[pid] is None)}
     # The viewer shows both, per problem and for the run.
     page = tmp_path / "page.html"
-    shown = cli("view", str(tmp_path), "--out", str(page), "--data-dir", str(data_dir))
+    shown = cli("view", str(gpt4_run), "--out", str(page), "--data-dir", str(data_dir))
     assert shown.returncode == 0, shown.stderr
     html = page.read_text(encoding="utf-8")
     assert f"the run's verdict agrees with the gold program's on {agree} of {len(both)} problems" in html
@@ -130,3 +142,55 @@ def test_annotation_files_that_are_not_the_pinned_ones_are_refused(data_dir, tmp
                env={"LOGICPIPE_DATASETS": str(tmp_path / "datasets")})
     assert done.returncode == 2 and "is not FOLIO v0.0 at commit 5d7bb84c7eda (sha256 differs)" in done.stderr
     assert not (tmp_path / "out").exists()
+
+
+def test_the_run_premises_are_checked_against_the_gold_conclusion_where_the_names_match(data_dir, gpt4_run, tmp_path):
+    # The independent reference: each gpt-4 program with its conclusion replaced by the gold conclusion's
+    # annotation (read here from FOLIO's file), replayed through the CLI as a programs file of its own.
+    validation = [json.loads(line) for line in
+                  (DATASETS / "folio-v0.0" / "folio-validation.jsonl").read_text(encoding="utf-8").splitlines()]
+    released = {r["id"]: r["raw_logic_programs"][0] for r in json.loads((data_dir / "programs" / GPT4).read_text())
+                if r.get("raw_logic_programs")}
+    rows = lines(gpt4_run / "folio" / "gold_agreement.jsonl")
+    composed, names_differ = {}, set()
+    for number in range(FIRST):
+        pid, gold = dev(number), validation[number]["conclusion-FOL"]
+        premises = released[pid].split("Conclusion:")[0]
+        used = {name for line in premises.split("Premises:")[-1].splitlines()
+                for name in re.findall(r"(\w+)\(", line.split(":::")[0])}
+        if not set(re.findall(r"(\w+)\(", gold)) <= used:
+            names_differ.add(pid)
+        composed[pid] = f"{premises}Conclusion:\n{gold} ::: the gold conclusion\n"
+    programs = tmp_path / "composed.jsonl"
+    programs.write_text("".join(json.dumps({"id": pid, "program": text}, ensure_ascii=False) + "\n"
+                                for pid, text in composed.items()), encoding="utf-8")
+    done = cli("run", "-d", "folio", "-n", str(FIRST), "--programs", str(programs), "--data-dir", str(data_dir),
+               "--out", str(tmp_path / "out"), "--workers", "2", env=ENV)
+    assert done.returncode == 0, done.stderr
+    replayed = lines(tmp_path / "out" / "folio" / "evaluate.jsonl")
+    checked = [pid for pid, row in rows.items() if row["premises_give_label"] is not None]
+    unparsed = {pid for pid, row in rows.items() if row["premises_unchecked"] in (
+        "the run's program does not parse", "the gold conclusion does not parse")}
+    assert rows[dev(2)]["premises_unchecked"] == "the gold conclusion does not parse"
+    differ = {pid for pid, row in rows.items() if str(row["premises_unchecked"]).startswith("names differ")}
+    assert names_differ - unparsed <= differ
+    for pid in differ - names_differ:  # the same name with another arity (Share/2 against Share/3)
+        name = rows[pid]["premises_unchecked"].rsplit(" ", 1)[1].split("/")[0]
+        assert f"{name}(" in composed[pid].split("Conclusion:")[0], pid
+    assert len(checked) >= 15 and not names_differ & set(checked)
+    for pid in checked:
+        assert rows[pid]["premises_verdict"] == replayed[pid]["predicted"], pid
+        assert rows[pid]["premises_give_label"] == (replayed[pid]["predicted"] == replayed[pid]["gold"]), pid
+    give = sum(rows[pid]["premises_give_label"] for pid in checked)
+    assert 0 < give < len(checked)
+    right = {pid for pid, r in lines(gpt4_run / "folio" / "evaluate.jsonl").items() if r["correct_executed"]}
+    premises = json.loads((gpt4_run / "folio" / "metrics.json").read_text())["gold_agreement"]["premises"]
+    assert (premises["checked"], premises["give_label"]) == (len(checked), give)
+    assert premises["right_answer_other_premises"] == sum(
+        1 for pid in checked if pid in right and replayed[pid]["predicted"] != replayed[pid]["gold"])
+    page = tmp_path / "page.html"
+    assert cli("view", str(gpt4_run), "--out", str(page), "--data-dir", str(data_dir)).returncode == 0
+    html = page.read_text(encoding="utf-8")
+    assert f"give the label for the gold conclusion on {give} of {len(checked)} problems" in html
+    shown = {p["id"]: p["gold_program"] for p in payload(html)["problems"]}
+    assert {pid: shown[pid]["premises"] for pid in checked} == {pid: replayed[pid]["predicted"] for pid in checked}

@@ -107,9 +107,12 @@ def _gold_agreement(datasets: list[dict]) -> str:
         if "error" in held:
             lines.append(f"<li>{escape(entry['key'])}: {escape(str(held['error']))}</li>")
             continue
+        premises = held.get("premises") if isinstance(held.get("premises"), dict) else {}
+        checked = (f"; the run's premises give the label for the gold conclusion on {_cell(premises.get('give_label'))} "
+                   f"of {_cell(premises.get('checked'))} problems whose names match") if premises else ""
         lines.append(f"<li>{escape(entry['key'])}: the run's verdict agrees with the gold program's on "
                      f"{_cell(held.get('agree'))} of {_cell(held.get('compared'))} problems where both proved an "
-                     f"option ({_cell(held.get('rate'))}%)</li>")
+                     f"option ({_cell(held.get('rate'))}%){checked}</li>")
     return f'<ul class="gold-agreement">{"".join(lines)}</ul>' if lines else ""
 
 

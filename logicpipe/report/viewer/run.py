@@ -78,7 +78,9 @@ def _gold_agreement(folder: Path, warnings: list[str]) -> dict[str, dict]:
         try:
             row = json.loads(line)
             found[str(row["id"])] = {"verdict": row.get("gold_verdict"), "agrees": row.get("agrees"),
-                                     "error": row.get("gold_error")}
+                                     "error": row.get("gold_error"), "premises": row.get("premises_verdict"),
+                                     "premises_give_label": row.get("premises_give_label"),
+                                     "premises_unchecked": row.get("premises_unchecked")}
         except (ValueError, KeyError, TypeError):
             if line.strip():
                 warnings.append(f"{path}:{number}: skipped a malformed line")

@@ -217,7 +217,9 @@
     if (p.gold_program) {  // a run held against the dataset's gold programs (gold_agreement.jsonl)
       const g = p.gold_program;
       detail.append(field("gold program's verdict", g.verdict === null ? "none (" + text(g.error) + ")" : g.verdict),
-        field("agrees with the gold program", g.agrees === true ? "yes" : g.agrees === false ? "no" : "not compared"));
+        field("agrees with the gold program", g.agrees === true ? "yes" : g.agrees === false ? "no" : "not compared"),
+        field("the run's premises with the gold conclusion", g.premises_unchecked ? "not checked (" + text(g.premises_unchecked) + ")"
+          : text(g.premises) + (g.premises_give_label ? " (the label)" : " (not the label)")));
     }
     if (p.category) detail.append(el("div", { class: "error" }, p.category + ": " + text(p.message)));
     if (p.context !== null && p.context !== undefined) detail.append(el("h4", null, "context"), el("p", { class: "context" }, p.context));
