@@ -376,14 +376,7 @@ handle("prove", Request, Reply) :-
     (   Outcome == ok, Count =< Max -> Truncated = false ; Outcome == ok -> Truncated = true
     ;   Count > 0 -> Truncated = true ; Truncated = false ),
     verdict(Outcome, Count, Status, Limit, Reason),
-    maplist(explained_solution(Request, Goal0, Names), Shown, Solutions),
-    (   Status == failed
-    ->  % A finished, failed search: the explored alternatives, on a budget of their own.
-        checked_body(Goal0, SafeGoal),
-        bounded(Request, snapshot(explored(SafeGoal, Goal0, Names, Request.depth, Explored)), Shown1),
-        ( Shown1 == ok -> true ; Explored = null )
-    ;   Explored = null
-    ),
+    snapshot(explain(Request, Goal0, Names, Shown, Status, Solutions, Explored)),
     Reply = _{status: Status, proved: Proved, reason: Reason, limit: Limit, truncated: Truncated,
               solutions: Solutions, explored: Explored},
     ( Status == proved -> Proved = true ; Proved = false ).
@@ -392,6 +385,19 @@ handle("prove", Request, Reply) :-
 found(Answer) :-
     nb_getval(lp_fired, Fired),
     (   Fired == none -> assertz(found_answer(Answer)) ; throw(Fired) ).
+
+% explain(...): a tree per solution shown and, for a failed search, the explored alternatives (on a
+% budget of their own). Building them runs the goal's calls again: the caller runs this in a snapshot,
+% so that what they assert or retract is undone and the database is as the search left it, as in
+% plain SWI-Prolog.
+explain(Request, Goal0, Names, Shown, Status, Solutions, Explored) :-
+    maplist(explained_solution(Request, Goal0, Names), Shown, Solutions),
+    (   Status == failed
+    ->  checked_body(Goal0, SafeGoal),
+        bounded(Request, explored(SafeGoal, Goal0, Names, Request.depth, Explored), Shown1),
+        ( Shown1 == ok -> true ; Explored = null )
+    ;   Explored = null
+    ).
 
 % verdict(+Outcome, +Answers, -Status, -Limit, -Reason)
 verdict(ok, 0, failed, null, null) :- !.
@@ -452,8 +458,6 @@ set_percept(P) :-
 
 % --- explaining ---------------------------------------------------------------------------------
 % Trees are built on the sandboxed goal (so they call only what the proof called) and shown unwrapped.
-% Building one runs the goal's calls again: in a snapshot, so that what they assert or retract is undone
-% and the database is as the search left it, as in plain SWI-Prolog.
 % A tree is bounded in depth (the request's, at most what Python asks) and in nodes (node_budget).
 
 node_budget(2000).
@@ -463,7 +467,7 @@ explained_solution(Request, Goal0, Names0, Answer, Solution) :-
     checked_body(Goal1, Goal),
     Goal = Answer,
     nb_setval(lp_nodes, 0),
-    (   bounded(Request, snapshot(once(explain_root(Goal, Request.depth, Root))), ok)
+    (   bounded(Request, once(explain_root(Goal, Request.depth, Root)), ok)
     ->  true
     ;   Root = node(Goal, "proved by SWI-Prolog; no goal tree: building it hit a limit or an error", [], true)
     ),

@@ -332,6 +332,9 @@ user:lp_format(G) :-
 % thrown. A predicate whose most general call is safe is remembered as safe (sandbox itself proves the
 % general form first and relies on it the same way).
 sandbox_check(G) :- var(G), !.
+sandbox_check(G) :-                       % library(sandbox) checks each part of these on its own too
+    control(G, Parts), !,
+    maplist(sandbox_check, Parts).
 sandbox_check(G) :-
     general_safe(G), !.
 sandbox_check(G) :-
@@ -357,6 +360,12 @@ missing_kb_predicate(M:G, N/A) :- M == kb, callable(G), functor(G, N, A).   % sa
 forget_declared(Declared) :-
     forall(member(N/A, Declared),
            ( functor(H, N, A), ( predicate_property(kb:H, number_of_clauses(0)) -> abolish(kb:N/A) ; true ) )).
+
+control((A, B), [A, B]).
+control((A ; B), [A, B]).
+control((A -> B), [A, B]).
+control((A *-> B), [A, B]).
+control(\+ A, [A]).
 
 general_safe(G) :-
     callable(G), \+ G = _:_,

@@ -92,6 +92,9 @@ MODULE_HEAD = """\
 
 T = "'touch {m}'"
 HOSTILE = [
+    # goals held in variables: checked when they are called
+    f"G = shell({T}), G",
+    f"G = shell({T}), holds(G)",
     # clauses built by the goal and asserted by the KB's rules
     f"C =.. [':-', fact(X), shell({T})], remember(C), fact(1)",
     f"remember((fact(1) :- shell({T}))), fact(1)",
@@ -223,6 +226,7 @@ LEGIT = [
     "not_of(fact(9))",
     "bag(X, fact(X), L)",
     "kb_call(fact(0))",
+    "G = fact(X), G",
     "catch(fact(X), _, true)",
     "\\+ catch(fact(9), _, fail)",
     "forget(fact(5)), \\+ fact(5)",
