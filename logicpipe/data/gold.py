@@ -59,8 +59,9 @@ def is_gold(value: Path | str | None) -> bool:
     return value is not None and str(value) == GOLD
 
 
-def annotation_file(relative: str) -> Path:
-    """FOLIO v0.0's file: from $LOGICPIPE_DATASETS (checked against the pinned sha256), else the cache."""
+def annotation_file(relative: str, download: bool = True) -> Path:
+    """FOLIO v0.0's file: from $LOGICPIPE_DATASETS (checked against the pinned sha256), else the cache
+    (downloaded into it when `download`; else a DataError when it is not there yet)."""
     root = os.environ.get(DATASETS_ENV)
     if root:
         path = Path(root).expanduser() / relative
@@ -69,6 +70,11 @@ def annotation_file(relative: str) -> Path:
         if hashlib.sha256(path.read_bytes()).hexdigest() != FOLIO_SOURCE.sha256[relative]:
             raise DataError(f"{path} is not FOLIO v0.0 at commit {FOLIO_SOURCE.commit[:12]} (sha256 differs)")
         return path
+    if not download:
+        cached = cache_dir() / "logic-lm" / FOLIO_SOURCE.commit / relative  # where cached_file keeps it
+        if not (cached.is_file() and hashlib.sha256(cached.read_bytes()).hexdigest() == FOLIO_SOURCE.sha256[relative]):
+            raise DataError(f"FOLIO v0.0's {relative} is not here: set {DATASETS_ENV}, or run `logicpipe audit -d "
+                            "folio` once to download it")
     return cached_file(relative, FOLIO_SOURCE, hint=f"set {DATASETS_ENV} to a folder holding {relative}")
 
 
@@ -141,7 +147,8 @@ def _question_conclusion(question: str) -> str:
     return _one_line(question[len(_QUESTION):] if question.startswith(_QUESTION) else question)
 
 
-def gold_examples(spec: DatasetSpec, split: str, data_dir: Path | str | None = None) -> dict[str, Annotated]:
+def gold_examples(spec: DatasetSpec, split: str, data_dir: Path | str | None = None,
+                  download: bool = True) -> dict[str, Annotated]:
     """Problem id -> its FOLIO v0.0 example, matched by the conclusion's sentence (each dev question
     names one validation conclusion); a DataError when the split has no annotations."""
     from .loaders import load_problems
@@ -153,7 +160,7 @@ def gold_examples(spec: DatasetSpec, split: str, data_dir: Path | str | None = N
     if relative is None:
         raise DataError(f"{spec.key}/{split} has no gold programs: FOLIO v0.0's {split} file annotates the "
                         "premises but not the conclusions; gold programs exist for the dev split")
-    by_conclusion = {_one_line(row.conclusion): row for row in _rows(annotation_file(relative))}
+    by_conclusion = {_one_line(row.conclusion): row for row in _rows(annotation_file(relative, download))}
     found = {}
     for problem in load_problems(spec, split, data_dir):
         row = by_conclusion.get(_question_conclusion(problem.question))
@@ -162,9 +169,10 @@ def gold_examples(spec: DatasetSpec, split: str, data_dir: Path | str | None = N
     return found
 
 
-def gold_programs(spec: DatasetSpec, split: str, data_dir: Path | str | None = None) -> Path:
+def gold_programs(spec: DatasetSpec, split: str, data_dir: Path | str | None = None,
+                  download: bool = True) -> Path:
     """The split's gold programs as a JSONL file of {"id", "program"} (written once, then reused)."""
-    examples = gold_examples(spec, split, data_dir)
+    examples = gold_examples(spec, split, data_dir, download)
     lines = "".join(json.dumps({"id": identifier, "program": folio_program(example)}, ensure_ascii=False) + "\n"
                     for identifier, example in examples.items())
     digest = hashlib.sha256(f"{CONVERTER_VERSION}\n{lines}".encode()).hexdigest()[:16]

@@ -118,7 +118,7 @@ def gold_verdicts(spec: DatasetSpec, split: str, data_dir: Path | str | None, id
     the verdicts are cached by the programs file and the solver's limits, and only ids not yet solved run."""
     from ..data.loaders import load_problems
 
-    path = gold_programs(spec, split, data_dir)
+    path = gold_programs(spec, split, data_dir, download=False)  # a run's metrics never wait on a download
     texts = {r["id"]: r["program"] for r in map(json.loads, path.read_text(encoding="utf-8").splitlines())}
     key = hashlib.sha256(f"{path.name}|{path.parent.name}|{seconds}|{memory_mb}|{spec.closed_world}".encode())
     cached = cache_dir() / "gold" / f"verdicts-{key.hexdigest()[:16]}.json"
@@ -234,13 +234,14 @@ def reference(config: RunConfig, run_dir: Path) -> dict | None:
     if not has_gold(spec) or config.split not in GOLD_SPLITS:
         return None
     try:
-        if config.programs is not None and config.programs == gold_programs(spec, config.split, config.data_dir):
+        if config.programs is not None and config.programs == gold_programs(spec, config.split, config.data_dir,
+                                                                                download=False):
             return None
         evaluated = run_dir / "evaluate.jsonl"
         ids = list(_last_records(evaluated))
         gold = gold_verdicts(spec, config.split, config.data_dir, ids, config.timeout or spec.timeout,
                              config.memory_mb, config.workers)
-    except LogicPipeError as exc:
+    except (LogicPipeError, OSError) as exc:
         return {"error": f"no gold verdicts: {exc}"}
     rows = list(agreement(evaluated, gold))
     failed: str | None = None
@@ -248,10 +249,10 @@ def reference(config: RunConfig, run_dir: Path) -> dict | None:
         from ..data.loaders import load_problems
 
         problems = {p.id: p for p in load_problems(spec, config.split, config.data_dir)}
-        checks = premises_checks(run_dir, gold_examples(spec, config.split, config.data_dir),
+        checks = premises_checks(run_dir, gold_examples(spec, config.split, config.data_dir, download=False),
                                  {i: p.answer for i, p in problems.items()}, {i: p.options for i, p in problems.items()},
                                  spec.closed_world, config.timeout or spec.timeout, config.memory_mb, config.workers)
-    except LogicPipeError as exc:
+    except (LogicPipeError, OSError) as exc:
         checks, failed = {}, f"no premises check: {exc}"
     for row in rows:
         check = checks.get(row.id, PremisesCheck(unchecked=failed or "no records"))

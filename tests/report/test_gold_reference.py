@@ -194,3 +194,30 @@ def test_the_run_premises_are_checked_against_the_gold_conclusion_where_the_name
     assert f"give the label for the gold conclusion on {give} of {len(checked)} problems" in html
     shown = {p["id"]: p["gold_program"] for p in payload(html)["problems"]}
     assert {pid: shown[pid]["premises"] for pid in checked} == {pid: replayed[pid]["predicted"] for pid in checked}
+
+
+def test_a_run_without_folios_files_says_so_in_its_metrics_and_downloads_nothing(data_dir, tmp_path):
+    # No $LOGICPIPE_DATASETS and nothing cached: the run's metrics must not wait on a download.
+    done = cli("run", "-d", "folio", "-n", "2", "--programs", str(data_dir / "programs" / GPT4),
+               "--data-dir", str(data_dir), "--out", str(tmp_path), env={"LOGICPIPE_DATASETS": ""})
+    assert done.returncode == 0, done.stderr
+    held = json.loads((tmp_path / "folio" / "metrics.json").read_text())["gold_agreement"]
+    assert held == {"error": "no gold verdicts: FOLIO v0.0's folio-v0.0/folio-validation.jsonl is not here: set "
+                             "LOGICPIPE_DATASETS, or run `logicpipe audit -d folio` once to download it"}
+    assert not (tmp_path / "folio" / "gold_agreement.jsonl").exists()
+
+
+def test_without_datasets_gold_programs_come_from_the_download_cache(data_dir, tmp_path):
+    env = {"LOGICPIPE_DATASETS": "", "LOGICPIPE_CACHE": str(tmp_path / "cache")}
+    done = cli("run", "-d", "folio", "-n", "3", "--programs", "gold", "--data-dir", str(data_dir),
+               "--out", str(tmp_path / "out"), env=env)
+    # Nothing cached and nothing to download (the tests' download address is unreachable): one line.
+    assert done.returncode == 2 and "cannot download" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "out").exists()
+    cached = tmp_path / "cache" / "logic-lm" / "5d7bb84c7edab3fb358e057d2807f19cf5cf5e2d" / "folio-v0.0"
+    cached.mkdir(parents=True)
+    (cached / "folio-validation.jsonl").write_bytes((DATASETS / "folio-v0.0" / "folio-validation.jsonl").read_bytes())
+    done = cli("run", "-d", "folio", "-n", "3", "--programs", "gold", "--data-dir", str(data_dir),
+               "--out", str(tmp_path / "out"), env=env)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "out" / "folio" / "metrics.json").read_text())["executed"] == 2  # dev_2: parse
