@@ -23,6 +23,7 @@ from tests.testing.test_serve_scripted import start, stop
 FILES = ROOT / "tests" / "data" / "files" / "logicbench"
 NM_PROGRAMS = FILES / "bqa-nm-asp.jsonl"  # our own ASP programs: 3 samples of each non-monotonic pattern
 FOL_PROGRAMS = FILES / "bqa-fol.jsonl"  # our own FOL programs for propositional and first-order patterns
+MCQA_PROGRAMS = FILES / "mcqa-nm-asp.jsonl"  # our own ASP programs: 3 MCQA samples of 7 non-monotonic patterns
 
 
 def _datasets() -> Path | None:
@@ -157,22 +158,43 @@ def test_our_asp_programs_get_the_gold_answers_of_the_nm_subset_through_the_scri
     exceptions = metrics["by_pattern"]["nm_logic/reasoning_about_exceptions_1"]
     assert (exceptions["total"], exceptions["executed"], exceptions["exe_rate"]) == (80, 9, 11.25)
     assert "by pattern" in done.stdout and "nm_logic/default_reasoning_open" in done.stdout
+    page = tmp_path / "page.html"
+    shown = cli("view", str(tmp_path), "--out", str(page))
+    assert shown.returncode == 0, shown.stderr
+    html = page.read_text()
+    assert "logicbench-bqa by logic type and pattern" in html
+    assert "<td>nm_logic/reasoning_about_priority</td><td>80</td><td>12</td><td>15.00</td>" in html
     # The subset is part of the run's identity: the same folder without it is refused.
     again = cli("run", "-d", "logicbench-bqa", "--formalism", "asp", "--programs", str(NM_PROGRAMS), "--out", str(tmp_path))
     assert again.returncode == 2 and "subset" in again.stderr, again.stderr
 
 
-def test_our_fol_programs_get_the_gold_answers_of_propositional_and_first_order_patterns(tmp_path):
+def replay(tmp_path: Path, programs: Path, task: str, *extra: str) -> dict:
+    """Our programs for `task`, served by the scripted server to a run of just their ids: the metrics."""
     ids = tmp_path / "ids.txt"
-    ids.write_text("\n".join(ids_of(FOL_PROGRAMS)))
-    server, url = start("--programs", str(FOL_PROGRAMS))
+    ids.write_text("\n".join(ids_of(programs)))
+    server, url = start("--programs", str(programs))
     try:
-        done = cli("run", "-d", "logicbench-bqa", "--model", "scripted", "--base-url", url, "--ids", str(ids),
+        done = cli("run", "-d", task, "--model", "scripted", "--base-url", url, "--ids", str(ids), *extra,
                    "--out", str(tmp_path / "run"), "--max-rounds", "0", "--llm-timeout", "10", "--workers", "2")
     finally:
         stop(server)
     assert done.returncode == 0, done.stderr
-    metrics = json.loads((tmp_path / "run" / "logicbench-bqa" / "metrics.json").read_text())
+    return json.loads((tmp_path / "run" / task / "metrics.json").read_text())
+
+
+def test_our_fol_programs_get_the_gold_answers_of_propositional_and_first_order_patterns(tmp_path):
+    metrics = replay(tmp_path, FOL_PROGRAMS, "logicbench-bqa")
     assert (metrics["total"], metrics["executed"], metrics["correct"]) == (20, 20, 20)
     assert {k: v["total"] for k, v in metrics["by_logic"].items()} == {"first_order_logic": 10, "propositional_logic": 10}
     assert len(metrics["by_pattern"]) == 6
+
+
+def test_our_asp_programs_pick_the_gold_choice_of_mcqa_nm_samples(tmp_path):
+    metrics = replay(tmp_path, MCQA_PROGRAMS, "logicbench-mcqa", "--subset", "nm_logic")
+    assert (metrics["total"], metrics["executed"], metrics["correct"], metrics["subset"]) == (21, 21, 21, "nm_logic")
+    assert {k: v["correct"] for k, v in metrics["by_pattern"].items()} == {
+        f"nm_logic/{pattern}": 3 for pattern in ("default_reasoning_default", "default_reasoning_irr",
+                                                 "default_reasoning_open", "default_reasoning_several",
+                                                 "reasoning_about_exceptions_1", "reasoning_about_exceptions_2",
+                                                 "reasoning_about_exceptions_3")}

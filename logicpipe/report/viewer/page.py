@@ -94,7 +94,28 @@ def _metrics_table(datasets: list[dict]) -> str:
         cells = [entry["key"], *(metrics.get(key) for _, key in _METRICS), metrics.get("failures", {})]
         rows.append("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in cells) + "</tr>")
     return (f'<table class="metrics"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-            + _gold_agreement(datasets))
+            + _gold_agreement(datasets) + _groups(datasets))
+
+
+_GROUP_COLUMNS = [("total", "total"), ("executed", "executed"), ("Exe_Rate", "exe_rate"), ("Exe_Acc", "exe_acc"),
+                  ("accuracy", "accuracy")]
+
+
+def _groups(datasets: list[dict]) -> str:
+    """LogicBench: a table per dataset of its figures per logic type, then per pattern (metrics.json's
+    by_logic and by_pattern)."""
+    tables = []
+    head = "".join(f"<th>{escape(label)}</th>" for label, _ in [("logic type / pattern", ""), *_GROUP_COLUMNS])
+    for entry in datasets:
+        metrics = entry["metrics"]
+        groups = {**(metrics.get("by_logic") or {}), **(metrics.get("by_pattern") or {})}
+        if not groups:
+            continue
+        rows = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in [name, *(row.get(k) for _, k in _GROUP_COLUMNS)])
+                       + "</tr>" for name, row in groups.items() if isinstance(row, dict))
+        tables.append(f'<table class="metrics groups"><caption>{escape(entry["key"])} by logic type and pattern'
+                      f'</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
+    return "".join(tables)
 
 
 def _gold_agreement(datasets: list[dict]) -> str:
