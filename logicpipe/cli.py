@@ -315,7 +315,8 @@ def audit(config: RunConfig) -> None:
     stdout.print(table)
     counts = {said: sum(1 for f in flagged if f.kind == kind) for kind, said in
               (("does_not_parse", "do not parse"), ("other_label", "prove another label"),
-               ("inconsistent", "are inconsistent"), ("does_not_execute", "do not execute"))}
+               ("inconsistent", "are inconsistent"), ("does_not_execute", "do not execute"),
+               ("no_answer", "prove no option"))}
     stdout.print(f"of {total} gold programs: " + ", ".join(f"{n} {said}" for said, n in counts.items())
                  + f"; listed in {path}")
 

@@ -56,7 +56,7 @@ def _last_records(path: Path) -> dict[str, dict]:
 @dataclass
 class Flagged:
     id: str
-    kind: str  # does_not_parse | other_label | inconsistent | does_not_execute
+    kind: str  # does_not_parse | other_label | inconsistent | does_not_execute | no_answer
     label: str | None  # the dataset's answer
     proved: str | None  # the option the gold program proved
     reason: str
@@ -87,6 +87,9 @@ def audit(run_dir: Path, spec: DatasetSpec, split: str,
                                    "the gold premises contradict each other: every option would follow"))
         elif not record["executed"]:
             flagged.append(Flagged(identifier, "does_not_execute", record["gold"], None,
+                                   f"{category}: {error.get('message', '')}"))
+        elif record["predicted"] is None:
+            flagged.append(Flagged(identifier, "no_answer", record["gold"], None,
                                    f"{category}: {error.get('message', '')}"))
     return flagged, len(evaluated)
 

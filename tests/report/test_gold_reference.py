@@ -66,8 +66,8 @@ def test_the_gold_replay_gives_the_issues_figures_with_a_typed_record_per_proble
 def test_the_audit_lists_the_annotations_that_do_not_parse_and_the_other_labels(data_dir, tmp_path):
     done = cli("audit", "-d", "folio", "--data-dir", str(data_dir), "--out", str(tmp_path), env=ENV)
     assert done.returncode == 0, done.stderr
-    assert "of 204 gold programs: 8 do not parse, 8 prove another label, 0 are inconsistent, 0 do not execute" \
-        in " ".join(done.stdout.split())
+    assert ("of 204 gold programs: 8 do not parse, 8 prove another label, 0 are inconsistent, 0 do not execute, "
+            "0 prove no option") in " ".join(done.stdout.split())
     flagged = lines(tmp_path / "gold" / "folio" / "audit.jsonl")
     assert {pid: r["kind"] for pid, r in flagged.items()} == {
         **{dev(n): "does_not_parse" for n in NOT_PARSING}, **{dev(n): "other_label" for n in OTHER_LABEL}}
@@ -221,3 +221,28 @@ def test_without_datasets_gold_programs_come_from_the_download_cache(data_dir, t
                "--out", str(tmp_path / "out"), env=env)
     assert done.returncode == 0, done.stderr
     assert json.loads((tmp_path / "out" / "folio" / "metrics.json").read_text())["executed"] == 2  # dev_2: parse
+
+
+def test_the_audit_tells_each_kind_of_failure_apart(data_dir, tmp_path, monkeypatch):
+    # Programs written here for the first five problems, replayed, then read as the audit reads a replay.
+    from logicpipe.data.registry import get_dataset
+    from logicpipe.report.gold import audit
+
+    programs = {dev(0): "Premises:\nP(a) ::: one\n¬P(a) ::: two\nConclusion:\nQ(a) ::: q\n",  # inconsistent
+                dev(1): "Premises:\nP(a) ::: one\nConclusion:\nP(a)) ::: q\n",  # does not parse
+                dev(3): "Premises:\nP(a) ::: one\nConclusion:\nP(a) ::: q\n",  # True; the label is Uncertain
+                dev(4): "Premises:\nP(a) ::: one\nConclusion:\nQ(a) ::: q\n"}  # Uncertain, the label
+    path = tmp_path / "mine.jsonl"
+    path.write_text("".join(json.dumps({"id": k, "program": v}) + "\n" for k, v in programs.items()))
+    done = cli("run", "-d", "folio", "-n", "5", "--programs", str(path), "--data-dir", str(data_dir),
+               "--out", str(tmp_path), env=ENV)
+    assert done.returncode == 0, done.stderr
+    monkeypatch.setenv("LOGICPIPE_DATASETS", str(DATASETS))  # audit reads FOLIO's file in this process
+    flagged, total = audit(tmp_path / "folio", get_dataset("folio"), "dev", data_dir)
+    assert total == 5
+    assert {f.id: (f.kind, f.proved) for f in flagged} == {
+        dev(0): ("inconsistent", None), dev(1): ("does_not_parse", None), dev(2): ("does_not_execute", None),
+        dev(3): ("other_label", "A")}
+    reasons = {f.id: f.reason for f in flagged}
+    assert reasons[dev(1)].startswith("line 4, column 5: unexpected ')'")  # FOLIO_dev_1's annotations parse
+    assert reasons[dev(2)].startswith("no_program: ")
