@@ -8,6 +8,7 @@ pytest-xdist spreads the pages over its workers."""
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import subprocess
@@ -46,11 +47,15 @@ def page_script(runnable: list[Block]) -> str:
 
 
 def lend(clone: Path, data_dir: Path) -> None:
-    """This checkout's .venv and the data at ../shared."""
+    """This checkout's .venv and the data at ../shared: Logic-LM's, and the other datasets where this
+    checkout has them (docs/datasets.md's blocks read them from there)."""
     lend_venv(clone)
     shared = clone.parent / "shared"
     shared.mkdir(exist_ok=True)
     (shared / "logic-lm").symlink_to(data_dir)
+    datasets = Path(os.environ.get("LOGICPIPE_DATASETS") or ROOT.parent / "shared" / "datasets")
+    if (datasets / "folio-v0.0").is_dir():
+        (shared / "datasets").symlink_to(datasets.resolve())
 
 
 def run_page(clone: Path, runnable: list[Block], env: dict[str, str]) -> subprocess.CompletedProcess:
