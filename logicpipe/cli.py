@@ -55,6 +55,8 @@ LLM_TIMEOUT = typer.Option(120.0, "--llm-timeout", help="seconds per model reque
 MAX_RETRIES = typer.Option(5, "--max-retries", help="retries per model request")
 PRICE_PROMPT = typer.Option(None, "--price-prompt", help="price per million prompt tokens")
 PRICE_COMPLETION = typer.Option(None, "--price-completion", help="price per million completion tokens")
+MAX_COST = typer.Option(None, "--max-cost", help="send no new model request once this much was spent (needs the prices); counted over the runs into the same folder, so a re-run with a higher cap finishes what this one left")
+MAX_TOKENS_TOTAL = typer.Option(None, "--max-tokens-total", help="send no new model request once this many tokens (prompt and completion) were used; counted as --max-cost is")
 
 
 def _version(value: bool) -> None:
@@ -99,6 +101,8 @@ def _options(
     max_retries: int = MAX_RETRIES,
     price_prompt: Optional[float] = PRICE_PROMPT,
     price_completion: Optional[float] = PRICE_COMPLETION,
+    max_cost: Optional[float] = MAX_COST,
+    max_tokens_total: Optional[int] = MAX_TOKENS_TOTAL,
     llm_cache: Optional[Path] = typer.Option(None, "--llm-cache", help="SQLite cache of model replies"),
     constrain: bool = typer.Option(False, "--constrain", help="send the solver language's grammar with each formulate and refine request (grammar-constrained decoding)"),
     constrain_format: str = typer.Option("gbnf", "--constrain-format", help="how the grammar is sent: gbnf ('grammar' field, llama.cpp) or vllm ('guided_grammar' field)"),
@@ -137,7 +141,7 @@ _WHERE = {"dataset", "task", "formalism", "split", "out", "data_dir", "limit", "
           "subset"}
 _SOLVER = {"workers", "timeout", "memory_mb", "executor", "ray_address", "ray_connect_timeout"}
 _LLM = {"model", "base_url", "max_concurrency", "temperature", "max_tokens", "llm_timeout", "max_retries",
-        "price_prompt", "price_completion", "llm_cache", "max_errors", "prompts"}
+        "price_prompt", "price_completion", "max_cost", "max_tokens_total", "llm_cache", "max_errors", "prompts"}
 _USES = {
     "formulate": _WHERE | _LLM | {"programs", "num_samples", "constrain", "constrain_format"},
     "solve": _WHERE | _SOLVER,
@@ -209,12 +213,22 @@ def _report(stages: list[str], config: RunConfig) -> None:
     for stage in report.stages:
         if stage.note:
             stdout.print(stage.note)
+    _concurrency(report.concurrency)
     if report.metrics:
         render_summary(stdout, report.metrics, report.stages)
         stdout.print(f"metrics: {config.stage_dir / 'metrics.json'}")
         return
     for stage in report.stages:
         stdout.print(f"{stage.name}: {stage.total} records ({stage.new} new) in {stage.seconds:.1f}s")
+
+
+def _concurrency(paces: dict[str, dict[str, int]]) -> None:
+    """Where each model's in-flight limit settled, when the server made it move (429, 503, timeouts)."""
+    for model, pace in paces.items():
+        if pace["overloads"]:
+            stdout.print(f"model requests in flight ({model}): settled at {pace['settled']} of --max-concurrency "
+                         f"{pace['ceiling']} (lowest {pace['lowest']}) after {pace['overloads']} rate limits, "
+                         "overloads or timeouts", markup=False, highlight=False)
 
 
 _DOCS = {"formulate": "Write one program per problem (replayed with --programs, or by --model).",
@@ -293,6 +307,7 @@ def baseline(config: RunConfig, mode: str) -> None:
     with bar:
         report = run_baseline(config, mode, update)
     render_baseline_summary(stdout, report.metrics, report.stages, mode)
+    _concurrency(report.concurrency)
 
 
 @_command("audit")
@@ -561,7 +576,9 @@ def _render_optimize(result) -> None:
 def serve_scripted(programs: Optional[Path] = typer.Option(None, "--programs", help="programs as `run --programs` reads them (Logic-LM's JSON, a JSONL file or a folder), served by problem id"),
                    repairs: Optional[Path] = typer.Option(None, "--repairs", help="JSON object: text in a broken program -> the program refinement answers with"),
                    kb_replies: list[Path] = typer.Option([], "--kb-replies", help="JSONL for kb ask (question, goals, answer) and kb validate (answer, claims), e.g. examples/kb/questions.jsonl (repeatable)"),
-                   port: int = typer.Option(0, "--port", help="port on 127.0.0.1 (0: a free one)")) -> None:
+                   port: int = typer.Option(0, "--port", help="port on 127.0.0.1 (0: a free one)"),
+                   max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1, help="a rate limit: answer 429 to a request that arrives while this many are being answered"),
+                   latency: float = typer.Option(0.0, "--latency", min=0.0, max=600.0, help="seconds each reply takes")) -> None:
     """Serve canned model replies on 127.0.0.1 (an OpenAI-compatible endpoint) to dry-run a task with
     `logicpipe run --model scripted --base-url URL` (each problem gets its program from --programs), or
     `logicpipe kb ask`/`kb validate` the same way (goals, answers and claims from --kb-replies)."""
@@ -571,6 +588,8 @@ def serve_scripted(programs: Optional[Path] = typer.Option(None, "--programs", h
     from .testing import FakeOpenAI, ScriptedReplies
     from .testing.kb_replies import read_kb_replies
 
+    if latency != latency:  # nan passes typer's range check
+        raise UsageError("invalid option --latency: give a number of seconds")
     if programs is None and not kb_replies:
         raise UsageError("give --programs FILE (for run) or --kb-replies FILE (for kb ask and kb validate), or both")
     fixes = parse_json(read_text(repairs), str(repairs)) if repairs is not None else {}
@@ -580,7 +599,7 @@ def serve_scripted(programs: Optional[Path] = typer.Option(None, "--programs", h
     replies = ScriptedReplies.from_logic_lm(programs, repairs=fixes, kb=kb) if programs is not None \
         else ScriptedReplies({}, repairs=fixes, kb=kb)
     try:
-        server = FakeOpenAI(replies, port=port)
+        server = FakeOpenAI(replies, latency=latency, port=port, max_in_flight=max_in_flight)
     except OSError as exc:
         raise UsageError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}") from None
     served = [f"{len(replies.programs)} programs"] if programs is not None else []
@@ -594,7 +613,8 @@ def serve_scripted(programs: Optional[Path] = typer.Option(None, "--programs", h
             threading.Event().wait()
         except KeyboardInterrupt:
             pass
-    console.print(f"answered {len(server.requests)} requests", markup=False, highlight=False)
+    refused = f", refused {server.rate_limited} over --max-in-flight" if max_in_flight else ""
+    console.print(f"answered {len(server.requests)} requests{refused}", markup=False, highlight=False)
 
 
 @app.command("list")

@@ -80,6 +80,11 @@ class RunStopped(LogicPipeError):
     """A run stopped on purpose before its end (a fatal model error, the error budget spent)."""
 
 
+class BudgetSpent(RunStopped):
+    """A spending cap (a gate: --max-calls, --max-cost, --max-tokens-total) held model requests back:
+    the run stops between requests, with what arrived written."""
+
+
 class ErrorCategory(str, Enum):
     parse = "parse"
     execution = "execution"

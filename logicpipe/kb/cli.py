@@ -164,9 +164,11 @@ _MAX_TOKENS = typer.Option(1024, "--max-tokens", help="most tokens in a model re
 
 
 def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurrency: int,
-            out: Optional[Path] = None) -> LLMClient:
+            out: Optional[Path] = None, caps: Optional[dict[str, Any]] = None) -> LLMClient:
     """A client for options checked as `run` checks them (ModelOptions: the URL, the cache and the batch
-    folder can be written, the bounds), one line each, before anything is written."""
+    folder can be written, the bounds), one line each, before anything is written. `caps` (--max-cost
+    with the prices, --max-tokens-total) put the client behind `run`'s spending cap, its ledger in the
+    batch's folder (none for one input: the cap is then this command's)."""
     from pydantic import ValidationError
 
     from ..llm import LLMClient, LLMSettings
@@ -175,15 +177,20 @@ def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurre
     try:
         options = ModelOptions.model_validate(
             {"out": out or Path("."), "model": model, "base_url": base_url, "llm_cache": cache,
-             "max_concurrency": concurrency}, context={"writes": out is not None})
+             "max_concurrency": concurrency, **(caps or {})}, context={"writes": out is not None})
         if out is None and cache is not None:  # one input writes no folder, but it writes the cache
             writable(cache, folder=False)
     except ValidationError as exc:
         raise invalid_options(exc) from None
     except ValueError as exc:
         raise UsageError(f"invalid option --llm-cache: {exc}") from None
+    gate = None
+    if options.capped:
+        from ..optimize.calls import Budget
+
+        gate = Budget(options, folder=out, ledger=out is not None)
     return LLMClient(LLMSettings(model=model, base_url=options.base_url, cache_path=options.llm_cache,
-                                 max_concurrency=options.max_concurrency))
+                                 max_concurrency=options.max_concurrency), gate=gate)
 
 
 def _one_or_batch(single: Optional[str], batch: Optional[Path], out: Optional[Path], what: str,
@@ -261,7 +268,11 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
         temperature: float = _TEMPERATURE, max_tokens: int = _MAX_TOKENS,
         depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
         max_solutions: int = _SOLUTIONS, percept: list[str] = _PERCEPT,
-        percepts: Optional[Path] = _PERCEPTS_FILE, allow: list[str] = _ALLOW) -> None:
+        percepts: Optional[Path] = _PERCEPTS_FILE, allow: list[str] = _ALLOW,
+        price_prompt: Optional[float] = typer.Option(None, "--price-prompt", help="price per million prompt tokens"),
+        price_completion: Optional[float] = typer.Option(None, "--price-completion", help="price per million completion tokens"),
+        max_cost: Optional[float] = typer.Option(None, "--max-cost", help="send no new model request once this much was spent (needs the prices); with --out, counted over the runs into that folder, so a re-run with a higher cap finishes the batch"),
+        max_tokens_total: Optional[int] = typer.Option(None, "--max-tokens-total", help="send no new model request once this many tokens (prompt and completion) were used; counted as --max-cost is")) -> None:
     """Answer questions grounded in the KB: goals, proofs, context, then the model's answer."""
     from .ask import AskRecord, ask_flow, vocabulary
     from .batch import Batch, budget, run_batch
@@ -279,9 +290,20 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
     inputs = read_inputs(questions, "question") if questions is not None else []
     if questions is not None:
         budget(max_errors, len(inputs))  # a bad --max-errors is refused before the KB loads
+    caps = {"price_prompt": price_prompt, "price_completion": price_completion, "max_cost": max_cost,
+            "max_tokens_total": max_tokens_total}
+    if max_cost is not None or max_tokens_total is not None:  # bad caps: one line before the KB loads
+        from pydantic import ValidationError
+
+        from ..stages.config import ModelOptions, invalid_options
+
+        try:
+            ModelOptions.model_validate({"out": Path("."), **caps}, context={"writes": False})
+        except ValidationError as exc:
+            raise invalid_options(exc) from None
     with _open(kb, limits, _percepts(percept, percepts), allow) as base:
         words = vocabulary(base)
-        client = _client(model, base_url, llm_cache, max_concurrency, out)
+        client = _client(model, base_url, llm_cache, max_concurrency, out, caps)
 
         def make_flow(item: Input) -> Flow:
             return ask_flow(base, item, settings, context, words, templates)

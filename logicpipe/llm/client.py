@@ -1,8 +1,9 @@
 """The one module that talks to language models: any OpenAI-compatible chat endpoint.
 
-It owns concurrency (a semaphore), a total deadline and a size cap on every reply, retries (bounded
-exponential backoff with jitter that honours Retry-After), the on-disk cache (keyed by everything that
-changes a reply, sample index included) and token accounting. A reply is validated in full before it
+It owns concurrency (an adaptive in-flight limit: Pace and _Window below), a total deadline and a size
+cap on every reply, retries (bounded exponential backoff with jitter that honours Retry-After), the
+on-disk cache (keyed by everything that changes a reply, sample index included), token accounting and
+the spending cap's check before each paid request (`may_send`). A reply is validated in full before it
 is cached or counted: a malformed one is retried like a 5xx, never stored.
 """
 
@@ -13,14 +14,15 @@ import hashlib
 import json
 import random
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError
 
-from ..core.errors import LLMError
+from ..core.errors import BudgetSpent, LLMError
 from ..core.jsonl import LONE_SURROGATE, MAX_RECORD_BYTES
 from .cache import Cache, CachedReply
 from .declared import MAX_PHASES
@@ -30,6 +32,8 @@ from .request import Completion, Request, Totals, api_key, endpoint
 _RETRY_STATUS = {408, 409, 429}
 # The key, the account or the model is wrong: every other request of the run would fail the same way.
 _FATAL_STATUS = {401, 403, 404}
+# The server says it has too much to do: the in-flight limit shrinks (as it does on a timeout).
+_OVERLOAD_STATUS = {429, 503}
 _STANDARD_FIELDS = {"model", "messages", "temperature", "max_tokens", "stop"}
 
 
@@ -145,48 +149,170 @@ def default_cache_path() -> Path:
 OnResult = Callable[[Request, "Completion | LLMError"], None]
 
 
+class Pace:
+    """The in-flight limit, adapted to what the server can take (additive increase, multiplicative
+    decrease, as TCP does): a 429, a 503 or a timeout multiplies it by DECREASE (once for all the
+    requests that were sent at the old limit: one overload is one signal, however many it hit), and
+    each reply that arrives while the limit is what holds requests back adds 1 / limit (one more request
+    in flight per limit's worth of replies). It stays between 1 and `ceiling` (--max-concurrency).
+
+    Plain numbers, no asyncio: a run's clients share one Pace (RunContext.pace), so that each refinement
+    round starts where the last one settled instead of at the ceiling."""
+
+    DECREASE = 0.7  # CUBIC's factor: the limit then swings between 0.7 and 1 of what the server takes
+
+    def __init__(self, ceiling: int):
+        self.ceiling = ceiling
+        self.limit = float(ceiling)
+        self.lowest = ceiling
+        self.overloads = 0  # 429s, 503s and timeouts seen
+        self.epoch = 0  # bumped by each decrease; a request sent before it is no new signal
+
+    @property
+    def allowed(self) -> int:
+        return max(1, int(self.limit))
+
+    def succeeded(self, binding: bool) -> None:
+        if binding and self.limit < self.ceiling:
+            self.limit = min(float(self.ceiling), self.limit + 1.0 / self.limit)
+
+    def overloaded(self, epoch: int) -> None:
+        self.overloads += 1
+        if epoch == self.epoch:
+            self.limit = max(1.0, self.limit * self.DECREASE)
+            self.epoch += 1
+            self.lowest = min(self.lowest, self.allowed)
+
+    def summary(self) -> dict[str, int]:
+        """Where the limit settled (as the run ended), the lowest it went, the ceiling and the overloads."""
+        return {"settled": self.allowed, "lowest": self.lowest, "ceiling": self.ceiling,
+                "overloads": self.overloads}
+
+
+class _Window:
+    """At most pace.allowed requests in flight in one event loop; waiters are served in order, a
+    retry before requests not yet sent."""
+
+    def __init__(self, pace: Pace):
+        self.pace = pace
+        self.busy = 0
+        self._waiting: deque[asyncio.Future[None]] = deque()
+
+    async def enter(self, first: bool = True) -> int:
+        """Wait for a place; the epoch the request is sent in (for Pace.overloaded)."""
+        if self.busy < self.pace.allowed and not self._waiting:
+            self.busy += 1
+            return self.pace.epoch
+        turn = asyncio.get_running_loop().create_future()
+        if first:
+            self._waiting.append(turn)
+        else:
+            self._waiting.appendleft(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn.done() and not turn.cancelled():
+                self.leave()  # given a place just as it was cancelled: give it back
+            elif turn in self._waiting:
+                self._waiting.remove(turn)
+            raise
+        return self.pace.epoch
+
+    def leave(self, ok: bool = False) -> None:
+        if ok:  # the limit held requests back (all places taken, or some waiting): it may grow
+            self.pace.succeeded(self.busy >= self.pace.allowed or bool(self._waiting))
+        self.busy -= 1
+        while self._waiting and self.busy < self.pace.allowed:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                self.busy += 1
+                turn.set_result(None)
+
+
+class Held(Exception):
+    """The spending cap (the gate's `open`) held a request back before it was sent: it has no result."""
+
+
+class Gate(Protocol):
+    """A spending cap (logicpipe.stages.context.Gate; optimize/calls.py Budget is the one there is)."""
+
+    def admit(self, model: str, requests: list[Request]) -> list[Request]: ...
+
+    def charge(self, result: Completion | LLMError) -> None: ...
+
+    def open(self) -> bool: ...
+
+    def spent(self) -> str | None: ...
+
+
 class LLMClient:
-    def __init__(self, settings: LLMSettings):
+    def __init__(self, settings: LLMSettings, pace: Pace | None = None, gate: Gate | None = None):
         self.settings = settings
         self.base_url = endpoint(settings.base_url)
         self._api_key = api_key(settings.base_url, settings.api_key)
         self._cache = Cache(settings.cache_path or default_cache_path())
         self.totals = Totals()
+        self.pace = pace if pace is not None else Pace(settings.max_concurrency)
+        # A spending cap: it admits a run's requests, is charged each result before on_result sees it,
+        # and is asked (open) just before each request the cache cannot answer is sent.
+        self.gate = gate
+        self.held = 0  # requests of the last run the gate held back unsent; they have no result
+        self._window = _Window(self.pace)  # a new one for each run (its waiters belong to that run's loop)
 
     def run(self, requests: Iterable[Request], on_result: OnResult) -> None:
-        """Send all requests, at most max_concurrency at a time; call on_result as each one ends.
+        """Send all requests, at most the pace's limit (at most max_concurrency) at a time; call
+        on_result as each one ends. With a gate, those it holds back get no result: BudgetSpent is
+        raised once the others are back (the run stops between requests, what arrived handed over).
 
         If on_result raises (a caller stopping the run), the outstanding requests are cancelled, the
         client is closed and the exception propagates."""
+        wanted = list(requests)
+        gate = self.gate
+        allowed = wanted if gate is None else gate.admit(self.settings.model, wanted)
+        self.held = len(wanted) - len(allowed)
         try:
-            asyncio.run(self._run(list(requests), on_result))
+            asyncio.run(self._run(allowed, on_result))
         except BaseException:
             self.close()
             raise
+        if self.held and gate is not None:
+            raise BudgetSpent(f"{gate.spent() or 'the model budget is spent'}: {self.held} of {len(wanted)} "
+                              "requests not sent; finished records are kept; re-run with a higher cap to finish "
+                              "(replies already paid for come from the cache)")
 
     async def _run(self, requests: list[Request], on_result: OnResult) -> None:
         import openai
 
         client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0,
                                     timeout=self.settings.timeout)
-        gate = asyncio.Semaphore(self.settings.max_concurrency)
+        self._window = _Window(self.pace)
 
-        async def one(request: Request) -> tuple[Request, Completion | LLMError]:
-            async with gate:
-                try:
-                    if request.then is None:
-                        return request, await self._complete(client, request)
-                    return request, await self._phases(client, request, request.then)
-                except LLMError as exc:
-                    name = type(exc.__cause__).__name__ if exc.__cause__ else "LLMError"
-                    self.totals.failures[name] = self.totals.failures.get(name, 0) + 1
-                    return request, exc
+        async def one(request: Request) -> tuple[Request, Completion | LLMError | None]:
+            result: Completion | LLMError
+            try:
+                if request.then is None:
+                    result = await self._complete(client, request)
+                else:
+                    result = await self._phases(client, request, request.then)
+            except Held:
+                self.held += 1
+                return request, None
+            except LLMError as exc:
+                name = type(exc.__cause__).__name__ if exc.__cause__ else "LLMError"
+                self.totals.failures[name] = self.totals.failures.get(name, 0) + 1
+                result = exc
+            if self.gate is not None:
+                # Charged here, before the request it let into the window is sent: as_completed hands
+                # the result over only after that one has asked the gate.
+                self.gate.charge(result)
+            return request, result
 
         tasks = [asyncio.ensure_future(one(r)) for r in requests]
         try:
             for finished in asyncio.as_completed(tasks):
                 request, result = await finished
-                on_result(request, result)
+                if result is not None:
+                    on_result(request, result)
         finally:
             # Reached early only when on_result raised: every task is cancelled and awaited, so none
             # is left to report an exception nobody retrieved.
@@ -216,29 +342,56 @@ class LLMClient:
             self.totals.calls += 1
             self.totals.cached_calls += 1
             return Completion(hit.text, hit.prompt_tokens, hit.completion_tokens, cached=True)
-        attempt = 0
-        while True:
-            retry_after = None
-            self.totals.requests_sent += 1
-            try:
-                reply = await asyncio.wait_for(self._fetch(client, request), self.settings.timeout)
-                break
-            except openai.APIStatusError as exc:
-                status = exc.status_code
-                if status not in _RETRY_STATUS and status < 500:
-                    raise LLMError(f"HTTP {status}: {_short(exc)}", fatal=status in _FATAL_STATUS) from exc
-                retry_after = _retry_after(exc)
-                failure: Exception = exc
-            except asyncio.TimeoutError as exc:
-                failure = TimeoutError(f"no complete reply within {self.settings.timeout:g} s")
-                failure.__cause__ = exc
-            except (openai.APITimeoutError, openai.APIConnectionError, CutReply, MalformedReply) as exc:
-                failure = exc
-            if attempt >= self.settings.max_retries:
-                raise LLMError(f"gave up after {attempt + 1} attempts: {type(failure).__name__}: "
-                               f"{_short(failure)}", transient=True) from failure
-            await asyncio.sleep(self._delay(attempt, retry_after))
-            attempt += 1
+        # A request retried after an ordinary failure (a reset, a 500, a malformed reply) keeps its place
+        # in the window through its backoff, and goes again before any request not yet sent; one retried
+        # after an overload (429, 503, a timeout) gives its place up, so the smaller limit holds at once.
+        window = self._window
+        placed = False
+        epoch = attempt = 0
+        try:
+            while True:
+                if not placed:
+                    epoch = await window.enter(first=attempt == 0)
+                    placed = True
+                    # Asked once a place is free, just before sending: the spending cap then counts the
+                    # replies that came back meanwhile. A later phase or a retry finishes what was begun.
+                    if attempt == 0 and request.phase <= 1 and self.gate is not None and not self.gate.open():
+                        raise Held()
+                retry_after = None
+                self.totals.requests_sent += 1
+                overload = False
+                try:
+                    reply = await asyncio.wait_for(self._fetch(client, request), self.settings.timeout)
+                    placed = False
+                    window.leave(ok=True)
+                    break
+                except openai.APIStatusError as exc:
+                    status = exc.status_code
+                    if status not in _RETRY_STATUS and status < 500:
+                        raise LLMError(f"HTTP {status}: {_short(exc)}", fatal=status in _FATAL_STATUS) from exc
+                    retry_after = _retry_after(exc)
+                    overload = status in _OVERLOAD_STATUS
+                    failure: Exception = exc
+                except asyncio.TimeoutError as exc:
+                    failure = TimeoutError(f"no complete reply within {self.settings.timeout:g} s")
+                    failure.__cause__ = exc
+                    overload = True
+                except openai.APITimeoutError as exc:
+                    failure, overload = exc, True
+                except (openai.APIConnectionError, CutReply, MalformedReply) as exc:
+                    failure = exc
+                if overload:
+                    self.pace.overloaded(epoch)
+                    placed = False
+                    window.leave()
+                if attempt >= self.settings.max_retries:
+                    raise LLMError(f"gave up after {attempt + 1} attempts: {type(failure).__name__}: "
+                                   f"{_short(failure)}", transient=True) from failure
+                await asyncio.sleep(self._delay(attempt, retry_after))
+                attempt += 1
+        finally:
+            if placed:  # a fatal status, given up, or cancelled
+                window.leave()
         self._check_size(reply)
         self._cache.put(key, reply, model=self.settings.model, time=time.time())
         self.totals.calls += 1

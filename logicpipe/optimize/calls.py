@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import DataError, LLMError, RunStopped
-from ..llm import Completion, Request, cache_key
+from ..llm import Completion, Request, cache_key, default_cache_path, endpoint
 from ..llm.cache import Cache
 from ..prompts import Prompt, PromptSet
+from ..stages.config import ModelOptions
 from ..stages.llmcalls import llm_settings, send_gated
 from .config import OPTIMIZER_PROMPTS, OptimizeConfig
 
@@ -42,17 +43,29 @@ class Spend:
 
 
 class Budget:
-    """--max-calls and --max-cost: requests whose reply is cached always pass; others pass while calls and
-    cost are left. A batch that does not fully pass stops the run once what was sent is back (a gate of
-    logicpipe.stages.context.Gate). What was sent is kept in OUT/spent.json after every reply, so a run
-    killed mid-step still counts what it spent when it is resumed."""
+    """The spending cap of every model command, the one gate (logicpipe.stages.context.Gate): --max-calls
+    (optimize), --max-cost and --max-tokens-total (optimize, run, the stage commands, baseline, kb ask).
+    Requests whose reply is cached always pass; others pass while calls, cost and tokens are left: a
+    batch that does not fully pass at admission, or a request that `open` refuses just before it would
+    be sent, stops the run once what was sent is back. `open` counts the requests in flight at the mean
+    cost of those sent so far, so that a cap reached while many are in flight is passed by about one
+    request, not by all of them. What was sent is kept in FOLDER/spent.json after every reply, so a run
+    killed or stopped mid-way still counts what it spent when it is resumed, and the cap is over every
+    run into the folder: a re-run with a higher cap spends only the difference."""
 
     LEDGER = "spent.json"
 
-    def __init__(self, config: OptimizeConfig):
+    def __init__(self, config: ModelOptions, folder: Path | None = None, cache_path: Path | None = None,
+                 max_calls: int | None = None, ledger: bool = True):
+        """`config` gives the caps, the prices and the endpoint; `folder` holds the ledger (default
+        config.out; read on first use, so after --overwrite cleared the folder); `cache_path` is the reply
+        cache the requests go through (default config's); `ledger` False: no ledger, the cap is this
+        command's alone (one question, no folder)."""
         self.config = config
+        self.max_calls = max_calls
+        self.cache_path = cache_path or config.llm_cache or default_cache_path()
         self.step = Spend()
-        self.total = Spend()  # paid requests of every run of this optimisation (cached ones cost nothing)
+        self._total: Spend | None = None  # paid requests of every run into the folder (cached ones are free)
         self.replies = 0  # paid replies this run received (a run that got none may leave a new OUT unmade)
         self.maybe_paid = 0  # failed requests the server may have worked on (and billed): timeouts, 5xx, ...
         # Called once per model with its first reply (cached ones too): options.json then records it.
@@ -63,12 +76,17 @@ class Budget:
         self.bounded = True
         self._answered: set[str] = set()
         self._lock = threading.Lock()
-        self.base_url = config.endpoint
-        self._ledger = config.out / self.LEDGER
-        saved = read_ledger(config.out)
-        if saved is not None:
-            self.total = Spend(sent=saved["sent"], prompt_tokens=saved["prompt_tokens"],
-                               completion_tokens=saved["completion_tokens"])
+        self._in_flight = 0  # requests `open` let go whose result has not been charged
+        self.base_url = endpoint(config.base_url)
+        self._ledger = (folder if folder is not None else config.out) / self.LEDGER if ledger else None
+
+    @property
+    def total(self) -> Spend:
+        if self._total is None:
+            saved = read_ledger(self._ledger.parent) if self._ledger is not None else None
+            self._total = Spend() if saved is None else Spend(sent=saved["sent"], prompt_tokens=saved["prompt_tokens"],
+                                                             completion_tokens=saved["completion_tokens"])
+        return self._total
 
     @property
     def sent(self) -> int:
@@ -78,21 +96,48 @@ class Budget:
     def cost(self) -> float:
         return self.config.cost(self.total.prompt_tokens, self.total.completion_tokens) or 0.0
 
+    @property
+    def tokens(self) -> int:
+        return self.total.prompt_tokens + self.total.completion_tokens
+
+    def _reached(self, in_flight: int = 0) -> bool:
+        """Whether --max-cost or --max-tokens-total is reached, counting `in_flight` requests at the mean
+        of those sent so far."""
+        sent = max(self.total.sent, 1)
+        cap_cost, cap_tokens = self.config.max_cost, self.config.max_tokens_total
+        return ((cap_cost is not None and self.cost * (1 + in_flight / sent) >= cap_cost)
+                or (cap_tokens is not None and self.tokens * (1 + in_flight / sent) >= cap_tokens))
+
     def left(self) -> int | None:
         """Requests that may still be sent (None: no limit on the count)."""
-        if self.config.max_cost is not None and self.cost >= self.config.max_cost:
+        if self._reached():
             return 0
-        if self.config.max_calls is None:
+        if self.max_calls is None:
             return None
-        return max(0, self.config.max_calls - self.sent)
+        return max(0, self.max_calls - self.sent)
 
     def spent(self) -> str | None:
         """Why nothing more may be sent, or None."""
         if self.config.max_cost is not None and self.cost >= self.config.max_cost:
             return f"--max-cost {self.config.max_cost:g} reached (spent {self.cost:.4f})"
-        if self.config.max_calls is not None and self.sent >= self.config.max_calls:
-            return f"--max-calls {self.config.max_calls} reached"
+        if self.config.max_tokens_total is not None and self.tokens >= self.config.max_tokens_total:
+            return f"--max-tokens-total {self.config.max_tokens_total} reached ({self.tokens} tokens used)"
+        if self.max_calls is not None and self.sent >= self.max_calls:
+            return f"--max-calls {self.max_calls} reached"
+        if self._reached(self._in_flight):
+            return (f"the spending cap would be passed by the requests in flight (spent {self.cost:.4f}, "
+                    f"{self.tokens} tokens)")
         return None
+
+    def open(self) -> bool:
+        """Whether one more paid request may go now (asked just before each is sent)."""
+        if not self.bounded:
+            return True
+        with self._lock:
+            if self._reached(self._in_flight):
+                return False
+            self._in_flight += 1
+            return True
 
     def admit(self, model: str, requests: list[Request]) -> list[Request]:
         # Every request in flight is to this model: the pipeline and the optimiser never send at once.
@@ -101,7 +146,7 @@ class Budget:
         if room is None:
             return requests
         # Opened per batch: the pipeline sends from more than one thread, and SQLite handles stay in theirs.
-        cache = Cache(self.config.cache_path)
+        cache = Cache(self.cache_path)
         allowed = []
         try:
             for request in requests:
@@ -127,15 +172,19 @@ class Budget:
             return
         # A failed request went out too (and may have been paid for), though nothing came back.
         tokens = (result.prompt_tokens, result.completion_tokens) if isinstance(result, Completion) else (0, 0)
-        self.replies += isinstance(result, Completion)
-        self.maybe_paid += isinstance(result, LLMError) and not _unbilled(result)
-        for spend in (self.step, self.total):
-            spend.sent += 1
-            spend.prompt_tokens += tokens[0]
-            spend.completion_tokens += tokens[1]
-        self._save()
+        with self._lock:
+            self._in_flight = max(0, self._in_flight - 1)
+            self.replies += isinstance(result, Completion)
+            self.maybe_paid += isinstance(result, LLMError) and not _unbilled(result)
+            for spend in (self.step, self.total):
+                spend.sent += 1
+                spend.prompt_tokens += tokens[0]
+                spend.completion_tokens += tokens[1]
+            self._save()
 
     def _save(self) -> None:
+        if self._ledger is None:
+            return
         self._ledger.parent.mkdir(parents=True, exist_ok=True)
         tmp = self._ledger.with_name(f".{self.LEDGER}.{os.getpid()}.tmp")
         tmp.write_text(json.dumps({"sent": self.total.sent, "prompt_tokens": self.total.prompt_tokens,

@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
 from ..llm.client import endpoint
 from ..prompts import PromptSet, is_paper
-from ..stages.config import TaskOptions, finite
+from ..stages.config import TaskOptions
 from .params import prompt_ids
 
 # The optimiser's own prompts (judge, gradients, rewrites, structure): PromptSet templates, hashed like
@@ -29,8 +29,7 @@ class OptimizeConfig(TaskOptions):
     val_split: str = "dev"
     steps: int = Field(default=5, ge=0, le=10_000)
     batch_size: int = Field(default=4, ge=1, le=1000)
-    max_calls: int | None = Field(default=None, ge=0)
-    max_cost: float | None = Field(default=None, ge=0)
+    max_calls: int | None = Field(default=None, ge=0)  # and --max-cost, ModelOptions' (with its checks)
     out: Path = Path("results/optimize")
     supervised: bool = True
     z: float = Field(default=2.0, ge=0, le=10)
@@ -46,18 +45,11 @@ class OptimizeConfig(TaskOptions):
     # cost: keep a candidate that costs measurably fewer tokens and is not worse by the paired test.
     objective: Literal["accuracy", "cost"] = "accuracy"
 
-    @field_validator("max_cost")
-    @classmethod
-    def _finite_cost(cls, value: float | None) -> float | None:
-        return finite(value)
-
     @model_validator(mode="after")
     def _consistent(self) -> OptimizeConfig:
         spec = self.check_source()
         if "test" in (self.train_split, self.val_split):
             raise ValueError("the test split is never used while optimising; choose train and dev splits")
-        if self.max_cost is not None and self.price_prompt is None and self.price_completion is None:
-            raise ValueError("--max-cost needs --price-prompt and/or --price-completion")
         if self.prompts is not None and is_paper(self.prompts):
             raise ValueError("Logic-LM's prompts (--prompts logic-lm) are one block of text with no parts to "
                              "rewrite: optimise from logicpipe's templates (no --prompts) or a folder of them "
@@ -102,8 +94,3 @@ class OptimizeConfig(TaskOptions):
     @property
     def cache_path(self) -> Path:
         return self.llm_cache or self.out / "llm-cache.sqlite"
-
-    def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
-        if self.price_prompt is None and self.price_completion is None:
-            return None
-        return (prompt_tokens * (self.price_prompt or 0) + completion_tokens * (self.price_completion or 0)) / 1e6

@@ -88,7 +88,7 @@ class _Run:
         self.start_params = PromptParams.from_prompt_set(PromptSet(config.prompts),
                                                          prompt_ids(self.formulate_prompt, self.solver))
         self.state = OptimizeState(config.out)
-        self.budget = Budget(config)
+        self.budget = Budget(config, cache_path=config.cache_path, max_calls=config.max_calls)
         self.budget.on_answer = self.answered
 
     def answered(self, model: str) -> None:

@@ -92,6 +92,10 @@ class ModelOptions(BaseModel):
     llm_cache: Path | None = None
     price_prompt: float | None = Field(default=None, ge=0, le=1e6)
     price_completion: float | None = Field(default=None, ge=0, le=1e6)
+    # The spending cap (optimize/calls.py Budget, the one gate): no new request once this much was spent
+    # (at the prices) or this many tokens were used, counted over the runs into the same folder.
+    max_cost: float | None = Field(default=None, ge=0)
+    max_tokens_total: int | None = Field(default=None, ge=0)
     prompts: Path | None = None
 
     @field_validator("out")
@@ -118,10 +122,27 @@ class ModelOptions(BaseModel):
             raise ValueError(f"{value!r} is not an http(s) URL; give one such as http://localhost:8000/v1")
         return value
 
-    @field_validator("llm_timeout", "price_prompt", "price_completion")
+    @field_validator("llm_timeout", "price_prompt", "price_completion", "max_cost")
     @classmethod
     def _finite(cls, value: float | None) -> float | None:
         return finite(value)
+
+    @model_validator(mode="after")
+    def _priced(self) -> ModelOptions:
+        if self.max_cost is not None and self.price_prompt is None and self.price_completion is None:
+            raise ValueError("--max-cost needs --price-prompt and/or --price-completion")
+        return self
+
+    @property
+    def capped(self) -> bool:
+        """Whether a spending cap (--max-cost, --max-tokens-total) bounds the command's requests."""
+        return self.max_cost is not None or self.max_tokens_total is not None
+
+    def cost(self, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """What the tokens cost at --price-prompt and --price-completion (per million); None without prices."""
+        if self.price_prompt is None and self.price_completion is None:
+            return None
+        return (prompt_tokens * (self.price_prompt or 0) + completion_tokens * (self.price_completion or 0)) / 1e6
 
 
 class TaskOptions(ModelOptions):

@@ -16,6 +16,7 @@ from .config import RunConfig
 from .metrics import Tally
 
 if TYPE_CHECKING:
+    from ..llm.client import Pace
     from ..run import Executor
 
 Progress = Callable[[str, int, int], None]
@@ -45,6 +46,15 @@ class Gate(Protocol):
     def charge(self, result: Completion | LLMError) -> None:
         ...
 
+    def open(self) -> bool:
+        """Whether one more request the cache cannot answer may be sent now (asked just before each):
+        False stops the run between requests, once those in flight are back."""
+        ...
+
+    def spent(self) -> str | None:
+        """Why nothing more may be sent (the cap reached and what was spent), or None."""
+        ...
+
 
 @dataclass
 class RunContext:
@@ -59,6 +69,9 @@ class RunContext:
     # Set while the solver overlaps the model: called with each trajectory once its new program is written.
     on_program: Callable[[Trajectory], None] | None = None
     gate: Gate | None = None
+    # The adaptive in-flight limit per model (llm/client.py Pace), kept across the run's clients: a
+    # refinement round starts where formulate's limit settled; the summary says where each settled.
+    paces: dict[str, Pace] = field(default_factory=dict)
     # Solver workers to start as each chunk begins (the stages solve), so that they are ready by the
     # time its programs are: they start while the chunk's records are read and its programs replayed.
     warm: int = 0

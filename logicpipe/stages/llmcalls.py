@@ -6,14 +6,16 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..core.errors import LLMError, RunStopped
+from ..core.errors import BudgetSpent, LLMError
 from ..core.records import Usage
 from ..llm import Completion, Request
 from .config import ModelOptions
 from .context import Gate, RunContext
 
 if TYPE_CHECKING:
-    from ..llm.client import LLMSettings
+    from ..llm.client import LLMSettings, Pace
+
+__all__ = ["BudgetSpent", "llm_settings", "send", "send_gated", "usage"]  # BudgetSpent: where it was first
 
 Result = Completion | LLMError
 
@@ -37,41 +39,29 @@ def send(ctx: RunContext, model: str, requests: list[Request], arrived: Callable
         if isinstance(result, LLMError):
             ctx.budget.check(result)
 
-    from ..llm.client import text_bound
+    from ..llm.client import Pace, text_bound
 
     # A formulate record holds the program and every sample: each reply must fit that many times.
     settings = llm_settings(ctx.config, model).model_copy(
         update={"max_text_bytes": text_bound(ctx.config.num_samples + 1)})
-    send_gated(settings, ctx.gate, requests, checked)
+    pace = ctx.paces.setdefault(model, Pace(settings.max_concurrency))
+    send_gated(settings, ctx.gate, requests, checked, pace)
 
 
 def send_gated(settings: LLMSettings, gate: Gate | None, requests: list[Request],
-               arrived: Callable[[Request, Result], None]) -> None:
-    """Send the requests the gate (a spending limit, if any) admits through one client, charging each
-    result to the gate before `arrived` sees it; BudgetSpent once those are back if any was held."""
+               arrived: Callable[[Request, Result], None], pace: Pace | None = None) -> None:
+    """Send the requests through one client and the gate (a spending cap, if any), which is charged each
+    result before `arrived` sees it; BudgetSpent once those sent are back if the gate held any back
+    (at admission, or later, between requests)."""
     if not requests:
         return
-    allowed = gate.admit(settings.model, requests) if gate is not None else requests
-
-    def charged(request: Request, result: Result) -> None:
-        if gate is not None:
-            gate.charge(result)
-        arrived(request, result)
-
     from ..llm.client import LLMClient
 
-    client = LLMClient(settings)
+    client = LLMClient(settings, pace, gate)
     try:
-        client.run(allowed, charged)
+        client.run(requests, arrived)
     finally:
         client.close()
-    if len(allowed) < len(requests):
-        raise BudgetSpent(f"the model budget is spent: {len(requests) - len(allowed)} requests not sent; "
-                          "finished records are kept")
-
-
-class BudgetSpent(RunStopped):
-    """A gate held requests back: the run stops between requests, with what arrived written."""
 
 
 def usage(results: list[Result]) -> Usage:

@@ -41,6 +41,8 @@ class RunReport:
     trajectories: list[Trajectory] = field(default_factory=list)
     file_reads: dict[str, int] = field(default_factory=dict)  # stage file -> times read
     records_read: dict[str, int] = field(default_factory=dict)  # stage file -> records parsed from it
+    # model -> where its adaptive in-flight limit settled (llm/client.py Pace.summary)
+    concurrency: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 def task_for(config: RunConfig) -> Task:
@@ -215,6 +217,12 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
     solver calls, of its solve and refinement rounds, go to one executor (RunContext.executor), whose
     workers start as the chunk begins when `ctx.warm` says so."""
     with ctx.store:
+        if ctx.gate is None and ctx.config.capped:
+            # --max-cost, --max-tokens-total: the optimiser's gate, its ledger in this folder (made after
+            # --overwrite cleared it, so a fresh run starts from nothing spent).
+            from ..optimize.calls import Budget
+
+            ctx.gate = Budget(ctx.config, folder=ctx.store.path)
         recorded = check_identity(ctx, identity)
         if prepare is not None:
             prepare(recorded)
@@ -259,7 +267,8 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
         ctx.progress, ctx.tally = shown, total
         ctx.store.finish_files()
         evaluate.conclude(ctx)
-    return RunReport(ctx.metrics, list(reports.values()), kept, dict(ctx.store.reads), ctx.store.parsed())
+    return RunReport(ctx.metrics, list(reports.values()), kept, dict(ctx.store.reads), ctx.store.parsed(),
+                     {model: pace.summary() for model, pace in ctx.paces.items()})
 
 
 def _skip(ctx: RunContext, log: ChunkLog, note: dict, ids: list[str], stages: list[str],

@@ -25,6 +25,12 @@ from .kb_replies import KBReplies
 KB_PURPOSES = ("kb-goals", "kb-context", "kb-answer", "kb-claims")  # what kb ask and kb validate send
 
 
+class _Server(ThreadingHTTPServer):
+    # socketserver's backlog of 5 drops the connections a client opens at once beyond it (the client
+    # tries again a second later): real servers take a burst of 64 or more.
+    request_queue_size = 1024
+
+
 @dataclass
 class Fault:
     """What the next request gets instead of a normal reply."""
@@ -43,14 +49,24 @@ class Fault:
 
 
 class FakeOpenAI:
-    def __init__(self, reply: Callable[[dict], str], latency: float = 0.0, port: int = 0):
+    """`max_in_flight`: a rate limit, as providers have one: a chat request that arrives while that many
+    are being answered gets a 429 at once (counted in `rate_limited`, not kept in `requests`, which
+    holds the requests answered or given an injected fault); `peak_in_flight` is the most answered at
+    once."""
+
+    def __init__(self, reply: Callable[[dict], str], latency: float = 0.0, port: int = 0,
+                 max_in_flight: int | None = None):
         self.reply = reply
         self.latency = latency
+        self.max_in_flight = max_in_flight
+        self.in_flight = 0
+        self.peak_in_flight = 0
+        self.rate_limited = 0
         self.requests: list[dict] = []
         self._faults: deque[Fault] = deque()
         self._lock = threading.Lock()
         self._stopping = threading.Event()  # ends endless and trickling replies at shutdown
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self._server = _Server(("127.0.0.1", port), self._handler())
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
@@ -76,6 +92,20 @@ class FakeOpenAI:
             self.requests.append(body)
             return self._faults.popleft() if self._faults else None
 
+    def _enter(self) -> bool:
+        """Count a chat request in flight; False (and not counted) when the rate limit refuses it."""
+        with self._lock:
+            if self.max_in_flight is not None and self.in_flight >= self.max_in_flight:
+                self.rate_limited += 1
+                return False
+            self.in_flight += 1
+            self.peak_in_flight = max(self.peak_in_flight, self.in_flight)
+            return True
+
+    def _leave(self) -> None:
+        with self._lock:
+            self.in_flight -= 1
+
     def _handler(self) -> type[BaseHTTPRequestHandler]:
         fake = self
 
@@ -96,8 +126,14 @@ class FakeOpenAI:
                 self.end_headers()
 
             def _send(self, status: int, payload: bytes, headers: dict[str, str] | None = None) -> None:
+                self._done()  # before the reply goes out: a client that sends again at once is not refused
                 self._head(status, len(payload), headers)
                 self.wfile.write(payload)
+
+            def _done(self) -> None:
+                if getattr(self, "_counted", False):
+                    self._counted = False
+                    fake._leave()
 
             def _trickle(self, payload: bytes, pause: float) -> None:
                 self._head(200, len(payload))
@@ -143,6 +179,18 @@ class FakeOpenAI:
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, b'{"error": {"message": "not found"}}')
                     return
+                if not fake._enter():
+                    error = {"error": {"message": f"rate limit: over {fake.max_in_flight} requests in flight",
+                                       "type": "rate_limit_exceeded"}}
+                    self._send(429, json.dumps(error).encode())
+                    return
+                self._counted = True
+                try:
+                    self._answer(body)
+                finally:
+                    self._done()
+
+            def _answer(self, body: dict) -> None:
                 fault = fake._next(body) or Fault()
                 if fault.delay:
                     time.sleep(fault.delay)

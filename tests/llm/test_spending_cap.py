@@ -1,0 +1,124 @@
+"""--max-cost and --max-tokens-total on run, baseline and kb ask, through the CLI against the scripted
+server: the run stops between requests with what arrived written and says what was left; a re-run
+with a higher cap finishes it without asking the server anything twice (optimize/calls.py Budget)."""
+
+import json
+from collections import Counter
+
+from logicpipe.testing import FakeOpenAI, ScriptedReplies
+from tests.conftest import cli
+from tests.kb.test_batch import write_questions
+from tests.kb.test_modes import CAMPUS, NOW, model_args, replies
+
+PROGRAMS = "ProntoQA_dev_gpt-4.json"
+PRICES = ["--price-prompt", "1", "--price-completion", "2"]  # per million tokens
+
+
+def run(fake, data_dir, tmp_path, *extra, command="run"):
+    return cli(command, "-d", "prontoqa", "--data-dir", str(data_dir), "--out", str(tmp_path / "out"),
+               "--model", "fake-gpt", "--base-url", fake.url, "--llm-cache", str(tmp_path / "cache.sqlite"),
+               "--max-rounds", "0", "--limit", "20", *extra) if command == "run" else \
+        cli(command, "-d", "prontoqa", "--data-dir", str(data_dir), "--out", str(tmp_path / "out"),
+            "--model", "fake-gpt", "--base-url", fake.url, "--llm-cache", str(tmp_path / "cache.sqlite"),
+            "--limit", "20", *extra)
+
+
+def lines(path):
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def asked_once(fake):
+    seen = Counter((r["_logicpipe"]["purpose"], r["_logicpipe"]["problem"], r["_logicpipe"]["phase"])
+                   for r in fake.requests)
+    return all(count == 1 for count in seen.values())
+
+
+def test_run_stops_at_max_cost_and_a_rerun_with_a_higher_cap_finishes_it(data_dir, tmp_path):
+    folder = tmp_path / "out" / "prontoqa"
+    with FakeOpenAI(ScriptedReplies.from_logic_lm(data_dir / "programs" / PROGRAMS)) as fake:
+        stopped = run(fake, data_dir, tmp_path, "--max-concurrency", "1", *PRICES, "--max-cost", "0.01")
+        assert stopped.returncode == 4, stopped.stderr
+        last = stopped.stderr.strip().splitlines()[-1]
+        assert last.startswith("error: --max-cost 0.01 reached (spent 0.01"), last
+        kept = lines(folder / "formulate.jsonl")
+        assert 0 < len(kept) < 20 and all(r["error"] is None and r["program"] for r in kept)
+        assert f"{20 - len(kept)} of 20 requests not sent; finished records are kept" in last
+        spent = json.loads((folder / "spent.json").read_text())
+        per_request = spent["cost"] / spent["sent"]
+        # Stopped at the cap: it was reached, by less than one request more (one in flight at a time).
+        assert 0.01 <= spent["cost"] < 0.01 + 2 * per_request
+        assert spent["sent"] == len(kept) == len(fake.requests)
+        again = run(fake, data_dir, tmp_path, "--max-concurrency", "1", *PRICES, "--max-cost", "1")
+        assert again.returncode == 0, again.stderr
+        assert len(fake.requests) == 20 and asked_once(fake)  # nothing paid for twice
+    assert [r["id"] for r in lines(folder / "formulate.jsonl")] == [f"ProntoQA_{i}" for i in range(1, 21)]
+    assert json.loads((folder / "metrics.json").read_text())["total"] == 20
+    assert json.loads((folder / "spent.json").read_text())["sent"] == 20  # the ledger spans both runs
+
+
+def test_max_tokens_total_with_many_in_flight_stops_near_the_cap(data_dir, tmp_path):
+    folder = tmp_path / "out" / "prontoqa"
+    with FakeOpenAI(ScriptedReplies.from_logic_lm(data_dir / "programs" / PROGRAMS), latency=0.05) as fake:
+        stopped = run(fake, data_dir, tmp_path, "--max-concurrency", "8", "--max-tokens-total", "6000")
+        assert stopped.returncode == 4, stopped.stderr
+        assert "--max-tokens-total 6000 reached" in stopped.stderr or "would be passed" in stopped.stderr
+        kept = lines(folder / "formulate.jsonl")
+        spent = json.loads((folder / "spent.json").read_text())
+        tokens = spent["prompt_tokens"] + spent["completion_tokens"]
+        # The requests in flight count at the mean so far: the cap is passed by about one request, not 8.
+        assert tokens < 6000 + 3 * tokens / spent["sent"], spent
+        assert 0 < len(kept) == len(fake.requests) < 20
+        again = run(fake, data_dir, tmp_path, "--max-concurrency", "8", "--max-tokens-total", "100000")
+        assert again.returncode == 0, again.stderr
+        assert len(fake.requests) == 20 and asked_once(fake)
+    assert len(lines(folder / "formulate.jsonl")) == 20
+
+
+def test_baseline_takes_the_cap(data_dir, tmp_path):
+    folder = tmp_path / "out" / "baseline-cot" / "prontoqa"
+    with FakeOpenAI(ScriptedReplies.from_logic_lm(data_dir / "programs" / PROGRAMS)) as fake:
+        stopped = run(fake, data_dir, tmp_path, "--mode", "cot", "--max-concurrency", "1",
+                      "--max-tokens-total", "3000", command="baseline")
+        assert stopped.returncode == 4, stopped.stderr
+        assert "--max-tokens-total 3000 reached" in stopped.stderr
+        assert 0 < len(lines(folder / "interpret.jsonl")) < 20
+        again = run(fake, data_dir, tmp_path, "--mode", "cot", "--max-tokens-total", "100000", command="baseline")
+        assert again.returncode == 0, again.stderr
+        assert len(fake.requests) == 20 and asked_once(fake)
+    assert len(lines(folder / "interpret.jsonl")) == 20
+
+
+def test_a_cap_without_prices_or_out_of_range_is_one_line_before_anything_is_written(data_dir, tmp_path):
+    with FakeOpenAI(ScriptedReplies.from_logic_lm(data_dir / "programs" / PROGRAMS)) as fake:
+        for extra, message in ((["--max-cost", "1"], "--max-cost needs --price-prompt and/or --price-completion"),
+                               ([*PRICES, "--max-cost", "nan"], "invalid option --max-cost"),
+                               (["--max-tokens-total", "-1"], "--max-tokens-total: Input should be greater than")):
+            done = run(fake, data_dir, tmp_path, *extra)
+            assert done.returncode == 2 and done.stderr.count("\n") == 1, done.stderr
+            assert message in done.stderr, done.stderr
+        assert not (tmp_path / "out").exists() and not fake.requests
+        formulate = run(fake, data_dir, tmp_path, "--max-cost", "1", command="formulate")
+        assert formulate.returncode == 2 and "--max-cost needs" in formulate.stderr
+
+
+def test_kb_ask_batch_stops_at_the_cap_and_resumes_from_the_cache(tmp_path):
+    ids = [f"q01-{n}" for n in range(6)]
+    questions = write_questions(tmp_path / "q.jsonl", ids)
+    out = tmp_path / "run"
+    base = ["kb", "ask", str(CAMPUS), "--questions", str(questions), "--out", str(out), "--max-concurrency", "1",
+            *NOW]
+    with FakeOpenAI(replies()) as server:
+        # kb ask sends a wave at a time (every question's goals, about 3000 tokens here, then the answers):
+        # the cap is reached among the answers.
+        stopped = cli(*base, *model_args(server, tmp_path), "--max-tokens-total", "4000")
+        assert stopped.returncode == 4, stopped.stderr
+        assert "--max-tokens-total 4000 reached" in stopped.stderr
+        kept = lines(out / "ask.jsonl")
+        assert 0 < len(kept) < 6 and all(r["error"] is None for r in kept), (out / "spent.json").read_text()
+        again = cli(*base, *model_args(server, tmp_path), "--max-tokens-total", "100000")
+        assert again.returncode == 0, again.stderr
+        assert asked_once(server)  # a question's goals asked before the stop come from the cache
+    assert [r["id"] for r in lines(out / "ask.jsonl")] == ids
+    bad = cli("kb", "ask", str(CAMPUS), "Who teaches cs101?", "--model", "fake", "--max-cost", "1")
+    assert bad.returncode == 2 and bad.stderr == "error: invalid option: --max-cost needs --price-prompt " \
+        "and/or --price-completion\n"
