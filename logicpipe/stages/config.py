@@ -118,7 +118,8 @@ class ModelOptions(BaseModel):
             port_ok = parts.port is None or parts.port > 0
         except ValueError:
             parts, port_ok = None, False
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
+        spaced = any(char.isspace() or not char.isprintable() for char in value)  # two URLs a line apart
+        if spaced or parts is None or parts.scheme not in ("http", "https") or not parts.hostname or not port_ok:
             raise ValueError(f"{value!r} is not an http(s) URL; give one such as http://localhost:8000/v1")
         return value
 

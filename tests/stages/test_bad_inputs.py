@@ -60,6 +60,8 @@ CASES = {
                             "--llm-cache: /proc/self/c.sqlite cannot be written"),
     "a base url that is no URL": (lambda tmp, real: ["--model", "m", "--base-url", "::::"],
                                   "--base-url: '::::' is not an http(s) URL; give one such as http://localhost"),
+    "two base urls a line apart": (lambda tmp, real: ["--model", "m", "--base-url", "http://a:1/v1\nhttp://a:1/v1"],
+                                   "--base-url: 'http://a:1/v1\\nhttp://a:1/v1' is not an http(s) URL"),
     "a seed no record can hold": (lambda tmp, real: ["--programs", real, "--seed", "1" + "0" * 40],
                                   "--seed: give a whole number of at most 18 digits"),
     "a seed that is no integer": (lambda tmp, real: ["--programs", real, "--seed", "1e40"],
