@@ -104,6 +104,8 @@ def _options(
     max_cost: Optional[float] = MAX_COST,
     max_tokens_total: Optional[int] = MAX_TOKENS_TOTAL,
     llm_cache: Optional[Path] = typer.Option(None, "--llm-cache", help="SQLite cache of model replies"),
+    batch_export: Optional[Path] = typer.Option(None, "--batch-export", help="send no request the cache cannot answer: write it to this file in the OpenAI batch format (what vllm run-batch -i reads) and stop"),
+    batch_import: Optional[Path] = typer.Option(None, "--batch-import", help="first read this output of the --batch-export file (vllm run-batch -o) into the reply cache"),
     constrain: bool = typer.Option(False, "--constrain", help="send the solver language's grammar with each formulate and refine request (grammar-constrained decoding)"),
     constrain_format: str = typer.Option("gbnf", "--constrain-format", help="how the grammar is sent: gbnf ('grammar' field, llama.cpp) or vllm ('guided_grammar' field)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="discard what an earlier run wrote in OUT/<dataset>/ and start afresh"),
@@ -141,7 +143,8 @@ _WHERE = {"dataset", "task", "formalism", "split", "out", "data_dir", "limit", "
           "subset"}
 _SOLVER = {"workers", "timeout", "memory_mb", "executor", "ray_address", "ray_connect_timeout"}
 _LLM = {"model", "base_url", "max_concurrency", "temperature", "max_tokens", "llm_timeout", "max_retries",
-        "price_prompt", "price_completion", "max_cost", "max_tokens_total", "llm_cache", "max_errors", "prompts"}
+        "price_prompt", "price_completion", "max_cost", "max_tokens_total", "llm_cache", "max_errors", "prompts",
+        "batch_export", "batch_import"}
 _USES = {
     "formulate": _WHERE | _LLM | {"programs", "num_samples", "constrain", "constrain_format"},
     "solve": _WHERE | _SOLVER,

@@ -234,7 +234,8 @@ class Held(Exception):
 
 
 class Gate(Protocol):
-    """A spending cap (logicpipe.stages.context.Gate; optimize/calls.py Budget is the one there is)."""
+    """What may be sent (logicpipe.stages.context.Gate): a spending cap (optimize/calls.py Budget), or
+    a batch file that takes the requests the cache cannot answer (llm/batchfile.py BatchExport)."""
 
     def admit(self, model: str, requests: list[Request]) -> list[Request]: ...
 
@@ -243,6 +244,8 @@ class Gate(Protocol):
     def open(self) -> bool: ...
 
     def spent(self) -> str | None: ...
+
+    def resume(self) -> str: ...
 
 
 class LLMClient:
@@ -277,8 +280,7 @@ class LLMClient:
             raise
         if self.held and gate is not None:
             raise BudgetSpent(f"{gate.spent() or 'the model budget is spent'}: {self.held} of {len(wanted)} "
-                              "requests not sent; finished records are kept; re-run with a higher cap to finish "
-                              "(replies already paid for come from the cache)")
+                              f"requests not sent; finished records are kept; {gate.resume()}")
 
     async def _run(self, requests: list[Request], on_result: OnResult) -> None:
         import openai

@@ -116,6 +116,10 @@ class Budget:
             return None
         return max(0, self.max_calls - self.sent)
 
+    def resume(self) -> str:
+        """What a user does to finish what the cap held back."""
+        return "re-run with a higher cap to finish (replies already paid for come from the cache)"
+
     def spent(self) -> str | None:
         """Why nothing more may be sent, or None."""
         if self.config.max_cost is not None and self.cost >= self.config.max_cost:

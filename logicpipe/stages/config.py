@@ -96,6 +96,11 @@ class ModelOptions(BaseModel):
     # (at the prices) or this many tokens were used, counted over the runs into the same folder.
     max_cost: float | None = Field(default=None, ge=0)
     max_tokens_total: int | None = Field(default=None, ge=0)
+    # Offline batch files (llm/batchfile.py): the requests the cache cannot answer go to this file, in
+    # the OpenAI batch input format, instead of to a server; an output file of that format (vllm
+    # run-batch -o) is read into the cache first.
+    batch_export: Path | None = None
+    batch_import: Path | None = None
     prompts: Path | None = None
 
     @field_validator("out")
@@ -132,7 +137,31 @@ class ModelOptions(BaseModel):
     def _priced(self) -> ModelOptions:
         if self.max_cost is not None and self.price_prompt is None and self.price_completion is None:
             raise ValueError("--max-cost needs --price-prompt and/or --price-completion")
+        if self.batch_import is not None and self.batch_export is None:
+            raise ValueError("--batch-import needs --batch-export FILE: the file whose requests the output answers "
+                             "(and where the next round's requests go)")
+        if self.batch_export is not None and self.capped:
+            raise ValueError("--batch-export sends nothing, so a spending cap has nothing to stop: give one or the other")
+        if self.batch_import is not None and self.batch_export is not None:
+            from ..llm.batchfile import output_lines
+
+            try:
+                output_lines(self.batch_import, self.batch_export)
+            except LogicPipeError as exc:
+                raise ValueError(str(exc)) from None
         return self
+
+    @field_validator("batch_export")
+    @classmethod
+    def _export(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+        return None if value is None else writable(value, folder=False, probe=_writes(info))
+
+    @field_validator("batch_import")
+    @classmethod
+    def _import(cls, value: Path | None) -> Path | None:
+        if value is not None and not value.is_file():
+            raise ValueError(f"{value}: no such file (the output of running the --batch-export file)")
+        return value
 
     @property
     def capped(self) -> bool:

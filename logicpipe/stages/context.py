@@ -36,7 +36,8 @@ class StageReport:
 
 
 class Gate(Protocol):
-    """A spending limit over a run's model requests (`logicpipe optimize --max-calls/--max-cost`)."""
+    """What a run's model requests may be sent: a spending cap (--max-calls, --max-cost,
+    --max-tokens-total) or a batch file (--batch-export)."""
 
     def admit(self, model: str, requests: list[Request]) -> list[Request]:
         """The requests that may be sent now (those already cached cost nothing); if fewer than all,
@@ -53,6 +54,10 @@ class Gate(Protocol):
 
     def spent(self) -> str | None:
         """Why nothing more may be sent (the cap reached and what was spent), or None."""
+        ...
+
+    def resume(self) -> str:
+        """What a user does to finish what was held back."""
         ...
 
 

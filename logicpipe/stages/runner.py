@@ -202,6 +202,20 @@ def run_stages(config: RunConfig, stages: list[str], progress: Progress = quiet,
     return _hold(ctx, problems, stages, work, keep, prepare, skip=not keep)
 
 
+def _batch_gate(ctx: RunContext) -> Gate:
+    """--batch-export (and --batch-import, read into the cache first): the requests the cache cannot
+    answer go to the file, and the run stops between requests (llm/batchfile.py)."""
+    from ..llm.batchfile import BatchExport, import_replies
+
+    config = ctx.config
+    assert config.batch_export is not None
+    imported = None
+    if config.batch_import is not None:
+        imported = import_replies(config.batch_import, config.batch_export, config.model or "", config.llm_cache,
+                                  config.num_samples)
+    return BatchExport(config.batch_export, config.base_url, config.llm_cache, imported)
+
+
 def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
           work: Callable[[list[Trajectory], dict], list[StageReport]], keep: bool = False,
           prepare: Callable[[dict], None] | None = None, skip: bool = False) -> RunReport:
@@ -223,6 +237,8 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
             from ..optimize.calls import Budget
 
             ctx.gate = Budget(ctx.config, folder=ctx.store.path)
+        if ctx.gate is None and ctx.config.batch_export is not None:
+            ctx.gate = _batch_gate(ctx)
         recorded = check_identity(ctx, identity)
         if prepare is not None:
             prepare(recorded)

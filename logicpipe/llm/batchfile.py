@@ -1,0 +1,160 @@
+"""Offline batch files: a stage's model requests written in the OpenAI batch input format (what `vllm
+run-batch -i` reads, and what OpenAI's /v1/batches takes), and an output file in that format (what
+`vllm run-batch -o` writes) read back into the reply cache.
+
+The run itself never changes: a request the cache can answer is answered, one it cannot is written to
+the file instead of sent (BatchExport is the run's gate, as a spending cap is), and the run stops
+between requests with what it could finish written. Once the file's replies are imported, the same
+command answers those requests from the cache, exactly as a synchronous run that had asked them would
+(the records are the same), and writes the next round's requests, if any.
+
+A line's custom_id names the problem, the purpose (formulate, refine, cot, ...), the sample, and the
+request's cache key, which is what the imported reply is stored under.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from ..core.errors import DataError, LLMError, UsageError
+from .cache import Cache
+from .client import MalformedReply, cache_key, default_cache_path, parse_reply, request_body, text_bound
+from .request import Completion, Request, endpoint
+
+URL = "/v1/chat/completions"
+
+
+def custom_id(request: Request, key: str) -> str:
+    return f"{request.problem}:{request.purpose}:{request.sample}:{key}"
+
+
+def key_of(identifier: str) -> str:
+    return identifier.rsplit(":", 1)[-1]
+
+
+class BatchExport:
+    """The run's gate under --batch-export FILE: admits the requests the cache answers, writes the others
+    to FILE (afresh for this command: the previous file's replies were imported already) and holds them."""
+
+    def __init__(self, path: Path, base_url: str | None, cache_path: Path | None,
+                 imported: tuple[int, int] | None = None):
+        """`imported`: (stored, failed) of the --batch-import read before, said with what is written."""
+        self.path = path
+        self.imported = imported
+        self.base_url = endpoint(base_url)
+        self._cache_path = cache_path or default_cache_path()
+        self._written: set[str] = set()
+        self._started = False
+
+    def admit(self, model: str, requests: list[Request]) -> list[Request]:
+        cache = Cache(self._cache_path)  # opened where it is used: each stage sends from a thread of its own
+        try:
+            return self._admit(model, requests, cache)
+        finally:
+            cache.close()
+
+    def _admit(self, model: str, requests: list[Request], cache: Cache) -> list[Request]:
+        answered = []
+        lines = []
+        for request in requests:
+            if request.then is not None:
+                raise UsageError("--batch-export: constrained decoding in phases (--constrain on CSP or SMT) "
+                                 "needs each phase's reply before the next request; run it without a batch")
+            key = cache_key(model, self.base_url, request)
+            if cache.get(key) is not None:
+                answered.append(request)
+            elif key not in self._written:
+                self._written.add(key)
+                lines.append(json.dumps({"custom_id": custom_id(request, key), "method": "POST", "url": URL,
+                                         "body": request_body(model, request)}, ensure_ascii=False))
+        if lines:
+            with open(self.path, "a" if self._started else "w", encoding="utf-8") as out:
+                out.write("\n".join(lines) + "\n")
+            self._started = True
+        return answered
+
+    def charge(self, result: Completion | LLMError) -> None:
+        pass
+
+    def open(self) -> bool:
+        return False  # every request it admitted is in the cache
+
+    def spent(self) -> str | None:
+        read = ""
+        if self.imported is not None:
+            stored, failed = self.imported
+            read = f"--batch-import stored {stored} replies" + (f" ({failed} failed lines)" if failed else "") + "; "
+        return (f"{read}--batch-export: {len(self._written)} requests written to {self.path} (run them, e.g. "
+                f"`vllm run-batch -i {self.path} -o OUTPUT`, then re-run this command with --batch-import OUTPUT)")
+
+    def resume(self) -> str:
+        return "the requests the cache answered are done"
+
+
+def exported_ids(path: Path) -> set[str]:
+    """The custom_ids of a batch input file this command wrote (--batch-export)."""
+    ids = set()
+    for number, line in enumerate(_lines(path, "--batch-export"), start=1):
+        try:
+            ids.add(json.loads(line)["custom_id"])
+        except (ValueError, KeyError, TypeError):
+            raise DataError(f"--batch-export {path}:{number}: not a batch request line") from None
+    return ids
+
+
+def output_lines(output: Path, exported: Path) -> list[dict]:
+    """The lines of an output file, each checked to answer a request of the export file; DataError
+    naming the first line that does not (checked with the options, before anything is written)."""
+    wanted = exported_ids(exported)
+    items = []
+    for number, line in enumerate(_lines(output, "--batch-import"), start=1):
+        where = f"--batch-import {output}:{number}"
+        try:
+            item = json.loads(line)
+            identifier = item["custom_id"]
+        except (ValueError, KeyError, TypeError):
+            raise DataError(f"{where}: not a batch output line (no custom_id)") from None
+        if identifier not in wanted:
+            raise DataError(f"{where}: {identifier!r} is no request of {exported}; give the output of that file")
+        items.append(item)
+    return items
+
+
+def import_replies(output: Path, exported: Path, model: str, cache_path: Path | None, samples: int) -> tuple[int, int]:
+    """Store the replies of an output file in the cache: (stored, failed). A failed line (an error, a
+    status other than 200, a body that is no chat completion, a text no record could hold) is not
+    stored, so the next run writes its request again."""
+    bound = text_bound(samples + 1)
+    replies = []
+    failed = 0
+    for item in output_lines(output, exported):
+        identifier = item["custom_id"]
+        response = item.get("response") or {}
+        if item.get("error") or response.get("status_code") != 200:
+            failed += 1
+            continue
+        try:
+            reply = parse_reply(json.dumps(response.get("body")).encode())
+        except MalformedReply:
+            failed += 1
+            continue
+        if len(json.dumps(reply.text, ensure_ascii=False).encode("utf-8")) > bound:
+            failed += 1
+            continue
+        replies.append((key_of(identifier), reply))
+    cache = Cache(cache_path or default_cache_path())
+    try:
+        for key, reply in replies:
+            cache.put(key, reply, model=model, batch=str(output))
+    finally:
+        cache.close()
+    return len(replies), failed
+
+
+def _lines(path: Path, option: str) -> list[str]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"{option} {path}: cannot read it ({exc.__class__.__name__})") from None
+    return [line for line in text.splitlines() if line.strip()]
