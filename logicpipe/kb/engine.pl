@@ -33,13 +33,17 @@ message_location(error(_, file(File, Line, _, _)), File, Line) :- !.
 message_location(_, File, Line) :- source_location(File, Line), !.
 message_location(_, '', 0).
 
-% The first line of input is a secret the replies are marked with: KB code may print, also what a goal
-% hands it, and a printed line that looked like a reply would otherwise be read as the goal's verdict.
+% Replies go to the process's standard output, marked with a secret Python sends as the first line of
+% input; both are held only by this loop's own variables. Everything else that writes to user_output
+% (KB code printing what a goal hands it) goes to standard error from the start, so no line a goal has
+% printed can pass for a reply.
 main :-
     set_stream(user_input, encoding(utf8)),
-    set_stream(user_output, encoding(utf8)),
+    stream_property(Out, alias(user_output)),
+    set_stream(Out, encoding(utf8)),
     read_line_to_string(user_input, Secret),
-    nb_setval(lp_reply_mark, Secret),
+    set_stream(user_error, alias(user_output)),
+    set_output(user_error),
     repeat,
     read_line_to_string(user_input, Line),
     (   Line == end_of_file
@@ -47,15 +51,14 @@ main :-
     ;   catch(( atom_json_dict(Line, Request, [value_string_as(string)]),
                 ( handle(Request.op, Request, Reply) -> true ; Reply = _{error: "the request failed"} ) ),
               Error, error_reply(Error, Reply)),
-        reply(Reply),
+        reply(Out, Secret, Reply),
         fail
     ).
 
-reply(Reply) :-
+reply(Out, Secret, Reply) :-
     with_output_to(string(Text), json_write_dict(current_output, Reply, [width(0)])),
-    nb_getval(lp_reply_mark, Secret),
-    format(user_output, "~n@@reply ~s ~s~n", [Secret, Text]),   % own line, even after KB output without one
-    flush_output(user_output).
+    format(Out, "@@reply ~s ~s~n", [Secret, Text]),
+    flush_output(Out).
 
 error_reply(Error, _{error: Text}) :-
     message_text(Error, Text).
@@ -68,17 +71,46 @@ message_text(refused(whitelist, What), Text) :- !,
 message_text(refused(sandbox, error(instantiation_error, _)), Text) :- !,
     Text = "refused by library(sandbox): it cannot tell what a goal held in a variable will call".
 message_text(refused(sandbox, Error), Text) :- !,
-    (   catch(message_to_codes(Error, Codes), _, fail)
-    ->  string_codes(Text0, Codes), split_string(Text0, "\n", " ", [First|_])
-    ;   format(string(First), "~q", [Error])
-    ),
+    error_text(Error, Text0),
+    split_string(Text0, "\n", " ", [First|_]),
     format(string(Text), "refused by library(sandbox): ~s", [First]).
 message_text(Error, Text) :-
-    catch(message_to_codes(Error, Codes), _, fail), !,
+    error_text(Error, Text).
+
+% error_text(+Error, -Text): an exception as text. A goal may have built it (throw/1 through a KB rule),
+% and SWI-Prolog's message translation runs format's ~@ in a term such as format(F, A) or
+% error(format(F, A), _): only the standard error kinds are translated, without their context (which
+% may hold such a term too); anything else is written, never translated.
+error_text(error(Formal, Context0), Text) :-
+    standard_error(Formal),
+    plain_context(Context0, Context),
+    catch(message_to_codes(error(Formal, Context), Codes), _, fail), !,
     string_codes(Text0, Codes),
     split_string(Text0, "", "\n ", [Text]).
-message_text(Error, Text) :-
-    format(string(Text), "~q", [Error]).
+error_text(Error, Text) :-
+    format(string(Text), "~W", [Error, [quoted(true), max_depth(10), portray(false)]]).
+
+% The predicate that raised it, kept where it is a plain name/arity and the message plain text.
+plain_context(Context, context(Name/Arity, Message)) :-
+    nonvar(Context), Context = context(Name/Arity, Message),
+    atom(Name), integer(Arity), \+ sub_atom(Name, 0, _, _, '$'), ( var(Message) ; atomic(Message) ), !.
+plain_context(Context, context(M:Name/Arity, Message)) :-
+    nonvar(Context), Context = context(M:Name/Arity, Message),
+    atom(M), atom(Name), integer(Arity), \+ sub_atom(Name, 0, _, _, '$'), ( var(Message) ; atomic(Message) ), !.
+plain_context(_, _).
+
+standard_error(Formal) :- var(Formal), !, fail.
+standard_error(instantiation_error).
+standard_error(uninstantiation_error(_)).
+standard_error(type_error(_, _)).
+standard_error(domain_error(_, _)).
+standard_error(existence_error(_, _)).
+standard_error(existence_error(_, _, _)).
+standard_error(permission_error(_, _, _)).
+standard_error(representation_error(_)).
+standard_error(evaluation_error(_)).
+standard_error(resource_error(_)).
+standard_error(syntax_error(_)).
 
 message_to_codes(Error, Codes) :-
     '$messages':translate_message(Error, Lines, []),
@@ -361,15 +393,21 @@ unwrap(T, T).
 
 % --- proving --------------------------------------------------------------------------------
 
+% Each goal runs against the KB as it loaded (with this request's percepts), in a snapshot: what it
+% asserts or retracts is undone once its reply is made, so that no goal (no question of a batch, which
+% may run in any order and resume) changes another's answer.
 handle("prove", Request, Reply) :-
     set_percepts(Request.percepts),
     abolish_all_tables,                       % percepts may have changed what tabled predicates derive
     term_string(Goal0, Request.goal, [variable_names(Names)]),
+    snapshot(prove(Request, Goal0, Names, Reply)).
+
+prove(Request, Goal0, Names, Reply) :-
     Max = Request.max_solutions,
     Probe is Max + 1,                         % one more than shown tells whether the list is complete
     retractall(found_answer(_)),
     bounded(Request, ( checked_body(Goal0, Goal),
-                       forall(limit(Probe, call(kb:Goal)), found(Goal)) ), Outcome),
+                       forall(limit(Probe, call_delays(kb:Goal, Delays)), found(Goal, Delays)) ), Outcome),
     findall(Answer, found_answer(Answer), Found),
     length(Found, Count),
     (   Count > Max -> length(Shown, Max), append(Shown, _, Found) ; Shown = Found ),
@@ -382,9 +420,14 @@ handle("prove", Request, Reply) :-
     ( Status == proved -> Proved = true ; Proved = false ).
 
 % An answer counts only while no limit has fired: after one that a catch swallowed, the search is over.
-found(Answer) :-
+% An answer with delays is undefined under the well-founded semantics (tabled negation through a loop,
+% where SWI-Prolog's toplevel says "undefined"): no answer either way.
+found(Answer, Delays) :-
     nb_getval(lp_fired, Fired),
-    (   Fired == none -> assertz(found_answer(Answer)) ; throw(Fired) ).
+    (   Fired \== none -> throw(Fired)
+    ;   Delays \== true -> throw(undefined_wfs)
+    ;   assertz(found_answer(Answer))
+    ).
 
 % explain(...): a tree per solution shown and, for a failed search, the explored alternatives (on a
 % budget of their own). Building them runs the goal's calls again: the caller runs this in a snapshot,
@@ -415,6 +458,7 @@ outcome_reason(time_limit_exceeded, "time", "time limit exceeded") :- !.
 outcome_reason(error(resource_error(_), _), "memory", "memory (stack) limit exceeded") :- !.
 outcome_reason(failed, null, "the engine failed") :- !.
 outcome_reason('$aborted', null, "the goal aborted") :- !.
+outcome_reason(undefined_wfs, null, "undefined under the well-founded semantics (tabled negation in a loop)") :- !.
 outcome_reason(Error, null, Text) :- message_text(Error, Text).
 
 % bounded(+Request, :Goal, -Outcome): run Goal once under the request's time and inference limits.
@@ -662,7 +706,7 @@ explored(SafeGoal, Goal0, Names, Depth, Explored) :-
 % names and the rest _A, _B, ..., then render the tree and the named variables' values.
 export_tree(Names, Root0, Tree, Bindings) :-
     unwrap(Root0, Root),
-    copy_term(Names-Root, Names2-Root2),
+    copy_term(Names-Root, Names2-Root2, _),   % without attributes: binding a frozen variable runs nothing
     maplist(name_variable, Names2),
     term_variables(Names2-Root2, Fresh),   % answers first, so their _A, _B.. do not depend on the tree
     foldl(name_fresh, Fresh, 0, _),

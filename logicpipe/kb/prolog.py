@@ -145,8 +145,8 @@ class PrologProcess:
         command = [swipl_path(), "-q", f"--stack-limit={memory}m", "-g", "main", "-t", "halt(1)", str(ENGINE)]
         process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                    preexec_fn=bound)
-        # Replies are marked with a secret of this process: a line the KB prints for a goal (say, one
-        # that reads "@@reply {...proved...}") can never pass for a reply.
+        # Replies are marked with a secret of this process, and what KB code prints goes to stderr
+        # (engine.pl main/0): a line printed for a goal (say, "@@reply {...proved...}") is no reply.
         self._mark = f"@@reply {secrets.token_hex(16)} "
         assert process.stdin is not None
         try:

@@ -203,7 +203,7 @@ def test_three_verdicts_in_json_and_text(kbcli, kb):
     assert failed["status"] == "failed" and failed["truncated"] is False and "reason" not in failed
     text = kbcli("kb", "prove", str(kb), "broken", "edge(d, a)", "path(a, X)", "--max-solutions", "1")
     assert text.returncode == 1
-    assert "unknown: call/1: Unknown procedure: kb:missing_predicate/0" in text.stdout
+    assert "unknown: Unknown procedure: kb:missing_predicate/0" in text.stdout
     assert "no: not derivable" in text.stdout
     assert "yes: proved (solutions cut: more than --max-solutions)" in text.stdout
 

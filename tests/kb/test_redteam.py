@@ -18,6 +18,10 @@ from logicpipe.testing.server import FakeOpenAI
 
 from .test_differential import ORACLE
 
+# Each goal against the KB as it loaded, as the engine runs it (what a goal asserts is undone after it).
+ISOLATED = ORACLE.replace('answer(Line))', 'snapshot(answer(Line)))')
+assert ISOLATED != ORACLE
+
 RULES = """\
 :- dynamic fact/1, stored/1, counter/1.
 fact(0).
@@ -76,6 +80,8 @@ build(F, A) :- G =.. [F, A], call(G).
 from_string(S) :- term_string(G, S), G.
 run_dcg(G) --> call(G).
 parse_call(G, L) :- phrase(run_dcg(G), L).
+fail_with(E) :- throw(E).
+setting(K, V) :- nb_getval(K, V).
 run(Cmd) :- shell(Cmd).
 log_to(File, X) :- open(File, write, S), write(S, X), nl(S), close(S).
 """
@@ -87,7 +93,7 @@ MODULE_HEAD = """\
                parse3/3, from_text/1, from_text2/1, set_flag/2, stop/0, bail/0, table_it/1, each/1, applied/2,
                nested/1, once_of/1, ignore_of/1, not_of/1, bag/3, in_module/2, kb_call/1, limited/1, deep/1,
                greeting//0, run/1, log_to/2, stored/1, counter/1, warn/1, print_lines/1, read_in/1, checked/1,
-               tabled/1, build/2, from_string/1, parse_call/2]).
+               tabled/1, build/2, from_string/1, parse_call/2, fail_with/1, setting/2]).
 """
 
 T = "'touch {m}'"
@@ -184,6 +190,11 @@ HOSTILE = [
     f"build(shell, {T})",
     "from_string(\"shell('touch {m}')\")",
     f"parse_call(shell({T}), [])",
+    # exceptions a goal builds: their message is never translated (format's ~@ would run)
+    f"fail_with(format(\"~@\", [shell({T})]))",
+    f"fail_with(error(format(\"~@\", [shell({T})]), _))",
+    # the engine's own state: the reply secret is no global variable a rule can read
+    "setting(lp_reply_mark, S)",
     # the KB's own rules with side effects: only library(sandbox) refuses them
     "run('touch {m}')",
     "log_to('{m}', x)",
@@ -278,6 +289,30 @@ def test_a_printed_line_cannot_pass_for_the_engines_reply(kbcli, kb):
     assert [r["status"] for r in prove(kbcli, kb, goals)] == ["failed", "failed", "proved"]
 
 
+def test_what_a_goal_asserts_is_undone_before_the_next_goal(kbcli, kb):
+    """One goal (one question of a batch, answered in any order) cannot change another's answer."""
+    goals = ["remember(fact(42)), fact(42)", "fact(42)", "forget(fact(0)), \\+ fact(0)", "fact(0)"]
+    assert [r["status"] for r in prove(kbcli, kb, goals)] == ["proved", "failed", "proved", "proved"]
+
+
+def test_a_frozen_goal_left_on_an_answer_runs_nothing_when_the_answer_is_written(kbcli, kb, tmp_path):
+    """freeze(V, G) with V left free is proved without running G (as in plain swipl); writing the
+    answer's V must not wake G either (it would run outside every limit)."""
+    marker = tmp_path / "M"
+    goals = ["later(V, fail)", f"later(V, fail_with(format(\"~@\", [shell('touch {marker}')])))", "fact(0)"]
+    assert [r["status"] for r in prove(kbcli, kb, goals)] == ["proved", "proved", "proved"]
+    assert not marker.exists()
+
+
+def test_an_answer_undefined_under_the_well_founded_semantics_is_unknown(kbcli, tmp_path):
+    kb = tmp_path / "wfs.pl"
+    kb.write_text(":- table p/0, q/0, r/0.\np :- tnot(q).\nq :- tnot(p).\nr :- tnot(r).\nt :- tnot(u).\n"
+                  ":- table u/0.\nu :- fail.\n")
+    results = prove(kbcli, kb, ["r", "p", "q", "t"])
+    assert [r["status"] for r in results] == ["unknown", "unknown", "unknown", "proved"]
+    assert "well-founded" in results[0]["reason"]
+
+
 def test_the_engine_answers_after_every_hostile_goal(kbcli, kb, tmp_path):
     """halt, abort and limits end no more than their own goal: the next one in the batch is answered."""
     goals = ["stop", "fact(0)", "bail", "fact(0)", "safely(count(0))", "fact(0)"]
@@ -290,7 +325,7 @@ def test_legitimate_goals_through_the_same_rules_answer_as_plain_swipl(kbcli, kb
     goals = tmp_path / "goals.txt"
     goals.write_text("".join(goal + "\n" for goal in LEGIT))
     oracle = tmp_path / "oracle.pl"
-    oracle.write_text(ORACLE)
+    oracle.write_text(ISOLATED)
     # A module KB is loaded into user by plain swipl, as consult does: its exports are what a goal sees.
     done = subprocess.run([swipl_path(), "-q", str(oracle), "--", str(kb), str(goals)], capture_output=True,
                           text=True, timeout=120)
