@@ -112,7 +112,10 @@ def rows(spec: DatasetSpec, split: str) -> tuple[list[dict], str]:
                 raise DataError(f"{where}: no context")
             base = f"{logic}/{pattern}/{sample.get('id', number)}"
             if kind(spec) == "BQA":
-                for index, pair in enumerate(sample.get("qa_pairs") or []):
+                pairs = sample.get("qa_pairs")
+                if not isinstance(pairs, list) or not pairs:  # a sample with no question would just vanish
+                    raise DataError(f"{where}: no qa_pairs")
+                for index, pair in enumerate(pairs):
                     if not isinstance(pair, dict):
                         raise DataError(f"{where}: qa pair {index} is not an object")
                     out.append({"id": f"{base}/{index}", "context": sample["context"],
