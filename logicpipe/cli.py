@@ -106,6 +106,10 @@ def _options(
     llm_cache: Optional[Path] = typer.Option(None, "--llm-cache", help="SQLite cache of model replies"),
     batch_export: Optional[Path] = typer.Option(None, "--batch-export", help="send no request the cache cannot answer: write it to this file in the OpenAI batch format (what vllm run-batch -i reads) and stop"),
     batch_import: Optional[Path] = typer.Option(None, "--batch-import", help="first read this output of the --batch-export file (vllm run-batch -o) into the reply cache"),
+    batch: bool = typer.Option(False, "--batch", help="send the requests the cache cannot answer through the provider's batch API (/v1/files, /v1/batches: about half the price), a batch per round, and wait for them; their ids go to OUT/<dataset>/batches.json, so a re-run resumes them"),
+    batch_requests: int = typer.Option(50_000, "--batch-size", help="most requests in one --batch batch (at most 50000, the OpenAI API's limit; a file also stays under 200 MB)"),
+    batch_timeout: float = typer.Option(86400.0, "--batch-timeout", help="seconds a command waits for its --batch batches before it stops (a re-run resumes them)"),
+    batch_poll: float = typer.Option(30.0, "--batch-poll", help="most seconds between two looks at a running --batch batch"),
     constrain: bool = typer.Option(False, "--constrain", help="send the solver language's grammar with each formulate and refine request (grammar-constrained decoding)"),
     constrain_format: str = typer.Option("gbnf", "--constrain-format", help="how the grammar is sent: gbnf ('grammar' field, llama.cpp) or vllm ('guided_grammar' field)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="discard what an earlier run wrote in OUT/<dataset>/ and start afresh"),
@@ -144,7 +148,7 @@ _WHERE = {"dataset", "task", "formalism", "split", "out", "data_dir", "limit", "
 _SOLVER = {"workers", "timeout", "memory_mb", "executor", "ray_address", "ray_connect_timeout"}
 _LLM = {"model", "base_url", "max_concurrency", "temperature", "max_tokens", "llm_timeout", "max_retries",
         "price_prompt", "price_completion", "max_cost", "max_tokens_total", "llm_cache", "max_errors", "prompts",
-        "batch_export", "batch_import"}
+        "batch_export", "batch_import", "batch", "batch_requests", "batch_timeout", "batch_poll"}
 _USES = {
     "formulate": _WHERE | _LLM | {"programs", "num_samples", "constrain", "constrain_format"},
     "solve": _WHERE | _SOLVER,
@@ -581,7 +585,8 @@ def serve_scripted(programs: Optional[Path] = typer.Option(None, "--programs", h
                    kb_replies: list[Path] = typer.Option([], "--kb-replies", help="JSONL for kb ask (question, goals, answer) and kb validate (answer, claims), e.g. examples/kb/questions.jsonl (repeatable)"),
                    port: int = typer.Option(0, "--port", help="port on 127.0.0.1 (0: a free one)"),
                    max_in_flight: Optional[int] = typer.Option(None, "--max-in-flight", min=1, help="a rate limit: answer 429 to a request that arrives while this many are being answered"),
-                   latency: float = typer.Option(0.0, "--latency", min=0.0, max=600.0, help="seconds each reply takes")) -> None:
+                   latency: float = typer.Option(0.0, "--latency", min=0.0, max=600.0, help="seconds each reply takes"),
+                   batch_delay: float = typer.Option(0.5, "--batch-delay", min=0.0, max=86400.0, help="seconds a batch of the batch API (/v1/batches) takes from created to completed")) -> None:
     """Serve canned model replies on 127.0.0.1 (an OpenAI-compatible endpoint) to dry-run a task with
     `logicpipe run --model scripted --base-url URL` (each problem gets its program from --programs), or
     `logicpipe kb ask`/`kb validate` the same way (goals, answers and claims from --kb-replies)."""
@@ -591,8 +596,8 @@ def serve_scripted(programs: Optional[Path] = typer.Option(None, "--programs", h
     from .testing import FakeOpenAI, ScriptedReplies
     from .testing.kb_replies import read_kb_replies
 
-    if latency != latency:  # nan passes typer's range check
-        raise UsageError("invalid option --latency: give a number of seconds")
+    if latency != latency or batch_delay != batch_delay:  # nan passes typer's range check
+        raise UsageError(f"invalid option {'--latency' if latency != latency else '--batch-delay'}: give a number of seconds")
     if programs is None and not kb_replies:
         raise UsageError("give --programs FILE (for run) or --kb-replies FILE (for kb ask and kb validate), or both")
     fixes = parse_json(read_text(repairs), str(repairs)) if repairs is not None else {}
@@ -602,7 +607,7 @@ def serve_scripted(programs: Optional[Path] = typer.Option(None, "--programs", h
     replies = ScriptedReplies.from_logic_lm(programs, repairs=fixes, kb=kb) if programs is not None \
         else ScriptedReplies({}, repairs=fixes, kb=kb)
     try:
-        server = FakeOpenAI(replies, latency=latency, port=port, max_in_flight=max_in_flight)
+        server = FakeOpenAI(replies, latency=latency, port=port, max_in_flight=max_in_flight, batch_delay=batch_delay)
     except OSError as exc:
         raise UsageError(f"cannot serve on 127.0.0.1:{port}: {exc.strerror or exc}") from None
     served = [f"{len(replies.programs)} programs"] if programs is not None else []
@@ -617,7 +622,8 @@ def serve_scripted(programs: Optional[Path] = typer.Option(None, "--programs", h
         except KeyboardInterrupt:
             pass
     refused = f", refused {server.rate_limited} over --max-in-flight" if max_in_flight else ""
-    console.print(f"answered {len(server.requests)} requests{refused}", markup=False, highlight=False)
+    batches = f", and {len(server.batches)} batches of the batch API" if server.batches else ""
+    console.print(f"answered {len(server.requests)} requests{refused}{batches}", markup=False, highlight=False)
 
 
 @app.command("list")

@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 
 from ..core.errors import DataError, LLMError, UsageError
-from .cache import Cache
+from .cache import Cache, CachedReply
 from .client import MalformedReply, cache_key, default_cache_path, parse_reply, request_body, text_bound
 from .request import Completion, Request, endpoint
 
@@ -74,6 +74,9 @@ class BatchExport:
             self._started = True
         return answered
 
+    def failure(self, key: str) -> LLMError | None:
+        return None
+
     def charge(self, result: Completion | LLMError) -> None:
         pass
 
@@ -106,50 +109,81 @@ def exported_ids(path: Path) -> set[str]:
 def output_lines(output: Path, exported: Path) -> list[dict]:
     """The lines of an output file, each checked to answer a request of the export file; DataError
     naming the first line that does not (checked with the options, before anything is written)."""
-    wanted = exported_ids(exported)
+    return checked_lines(_lines(output, "--batch-import"), exported_ids(exported), f"--batch-import {output}",
+                         str(exported))
+
+
+def checked_lines(lines: list[str], wanted: set[str], where: str, given: str) -> list[dict]:
+    """Output lines (of a file, or of a provider's output and error files) parsed, each checked to
+    answer a request of `given` (whose custom_ids are `wanted`); DataError naming the first that does not."""
     items = []
-    for number, line in enumerate(_lines(output, "--batch-import"), start=1):
-        where = f"--batch-import {output}:{number}"
+    for number, line in enumerate(lines, start=1):
         try:
             item = json.loads(line)
             identifier = item["custom_id"]
         except (ValueError, KeyError, TypeError):
-            raise DataError(f"{where}: not a batch output line (no custom_id)") from None
+            raise DataError(f"{where}:{number}: not a batch output line (no custom_id)") from None
         if identifier not in wanted:
-            raise DataError(f"{where}: {identifier!r} is no request of {exported}; give the output of that file")
+            raise DataError(f"{where}:{number}: {identifier!r} is no request of {given}; give the output of that file")
         items.append(item)
     return items
 
 
-def import_replies(output: Path, exported: Path, model: str, cache_path: Path | None, samples: int) -> tuple[int, int]:
-    """Store the replies of an output file in the cache: (stored, failed). A failed line (an error, a
-    status other than 200, a body that is no chat completion, a text no record could hold) is not
-    stored, so the next run writes its request again."""
+def read_replies(items: list[dict], samples: int) -> tuple[list[tuple[str, CachedReply]], dict[str, str]]:
+    """The replies of output lines as (cache key, reply), and the custom_ids of the lines that failed
+    with why: an error, a status other than 200, a body that is no chat completion, a text no record
+    could hold. A failed line is never cached, so its request is asked again (the next batch)."""
     bound = text_bound(samples + 1)
     replies = []
-    failed = 0
-    for item in output_lines(output, exported):
+    failed: dict[str, str] = {}
+    for item in items:
         identifier = item["custom_id"]
         response = item.get("response") or {}
-        if item.get("error") or response.get("status_code") != 200:
-            failed += 1
+        if item.get("error") or not isinstance(response, dict) or response.get("status_code") != 200:
+            failed[identifier] = _why(item)
             continue
         try:
             reply = parse_reply(json.dumps(response.get("body")).encode())
-        except MalformedReply:
-            failed += 1
+        except MalformedReply as exc:
+            failed[identifier] = str(exc)
             continue
-        if len(json.dumps(reply.text, ensure_ascii=False).encode("utf-8")) > bound:
-            failed += 1
+        size = len(json.dumps(reply.text, ensure_ascii=False).encode("utf-8"))
+        if size > bound:
+            failed[identifier] = f"the reply's text is {size} bytes, over the {bound} bytes a record can hold"
             continue
         replies.append((key_of(identifier), reply))
+    return replies, failed
+
+
+def store_replies(replies: list[tuple[str, CachedReply]], model: str, cache_path: Path | None, source: str) -> None:
+    """Put replies read from a batch's output into the reply cache (as a synchronous reply is put)."""
     cache = Cache(cache_path or default_cache_path())
     try:
         for key, reply in replies:
-            cache.put(key, reply, model=model, batch=str(output))
+            cache.put(key, reply, model=model, batch=source)
     finally:
         cache.close()
-    return len(replies), failed
+
+
+def import_replies(output: Path, exported: Path, model: str, cache_path: Path | None, samples: int) -> tuple[int, int]:
+    """Store the replies of an output file in the cache: (stored, failed). A failed line (read_replies)
+    is not stored, so the next run writes its request again."""
+    replies, failed = read_replies(output_lines(output, exported), samples)
+    store_replies(replies, model, cache_path, str(output))
+    return len(replies), len(failed)
+
+
+def _why(item: dict) -> str:
+    """What a failed output line says about its failure, short."""
+    error = item.get("error")
+    response = item.get("response")
+    body = response.get("body") if isinstance(response, dict) else None
+    if not error and isinstance(body, dict):
+        error = body.get("error")
+    message = error.get("message") if isinstance(error, dict) else error
+    status = response.get("status_code") if isinstance(response, dict) else None
+    said = str(message)[:300] if message else "no reply"
+    return f"HTTP {status}: {said}" if status is not None else said
 
 
 def _lines(path: Path, option: str) -> list[str]:

@@ -239,6 +239,8 @@ class Gate(Protocol):
 
     def admit(self, model: str, requests: list[Request]) -> list[Request]: ...
 
+    def failure(self, key: str) -> LLMError | None: ...
+
     def charge(self, result: Completion | LLMError) -> None: ...
 
     def open(self) -> bool: ...
@@ -344,6 +346,10 @@ class LLMClient:
             self.totals.calls += 1
             self.totals.cached_calls += 1
             return Completion(hit.text, hit.prompt_tokens, hit.completion_tokens, cached=True)
+        failed = self.gate.failure(key) if self.gate is not None else None
+        if failed is not None:  # its line failed in a provider's batch (--batch): its record says so
+            self.totals.calls += 1
+            raise failed
         # A request retried after an ordinary failure (a reset, a 500, a malformed reply) keeps its place
         # in the window through its backoff, and goes again before any request not yet sent; one retried
         # after an overload (429, 503, a timeout) gives its place up, so the smaller limit holds at once.

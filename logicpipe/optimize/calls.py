@@ -163,6 +163,9 @@ class Budget:
             cache.close()
         return allowed
 
+    def failure(self, key: str) -> LLMError | None:
+        return None
+
     def charge(self, result: Result) -> None:
         self.step.calls += 1
         if isinstance(result, Completion) and self._asking is not None:

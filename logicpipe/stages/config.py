@@ -101,6 +101,13 @@ class ModelOptions(BaseModel):
     # run-batch -o) is read into the cache first.
     batch_export: Path | None = None
     batch_import: Path | None = None
+    # A provider's batch API (llm/batchapi.py): the requests the cache cannot answer go out as batches
+    # of at most batch_requests lines (--batch-size), polled at most batch_poll seconds apart until
+    # each ends, for at most batch_timeout seconds a command; their ids kept in the run folder.
+    batch: bool = False
+    batch_requests: int = Field(default=50_000, ge=1, le=50_000)  # the OpenAI API's ceiling
+    batch_timeout: float = Field(default=86400.0, gt=0, le=30 * 86400)
+    batch_poll: float = Field(default=30.0, gt=0, le=3600)
     prompts: Path | None = None
 
     @field_validator("out")
@@ -128,7 +135,7 @@ class ModelOptions(BaseModel):
             raise ValueError(f"{value!r} is not an http(s) URL; give one such as http://localhost:8000/v1")
         return value
 
-    @field_validator("llm_timeout", "price_prompt", "price_completion", "max_cost")
+    @field_validator("llm_timeout", "price_prompt", "price_completion", "max_cost", "batch_timeout", "batch_poll")
     @classmethod
     def _finite(cls, value: float | None) -> float | None:
         return finite(value)
@@ -140,6 +147,12 @@ class ModelOptions(BaseModel):
         if self.batch_import is not None and self.batch_export is None:
             raise ValueError("--batch-import needs --batch-export FILE: the file whose requests the output answers "
                              "(and where the next round's requests go)")
+        if self.batch and self.batch_export is not None:
+            raise ValueError("--batch sends the requests to the provider's batch API, --batch-export writes them to a "
+                             "file: give one or the other")
+        if self.batch and self.capped:
+            raise ValueError("--batch pays for whole batches, so a spending cap cannot stop between requests: "
+                             "give one or the other")
         if self.batch_export is not None and self.capped:
             raise ValueError("--batch-export sends nothing, so a spending cap has nothing to stop: give one or the other")
         if self.batch_import is not None and self.batch_export is not None:
@@ -220,10 +233,14 @@ class TaskOptions(ModelOptions):
         return load_task_file(self.task) if self.task is not None else get_dataset(self.dataset)
 
 
+_FLAGS = {"batch-requests": "batch-size"}
+
+
 def invalid_options(exc: ValidationError) -> LogicPipeError:
     """One line for options that an options model refused."""
     first = exc.errors()[0]
     where = ".".join(map(str, first["loc"])).replace("_", "-")
+    where = _FLAGS.get(where, where)  # a field named apart from its option
     message = str(first["msg"]).removeprefix("Value error, ")
     return LogicPipeError(f"invalid option{' --' + where if where else ''}: {message}")
 

@@ -44,6 +44,11 @@ class Gate(Protocol):
         the sender stops the run once they are back."""
         ...
 
+    def failure(self, key: str) -> LLMError | None:
+        """The error of a request (by cache key) the gate admitted and that failed for good where the
+        gate had it answered (a provider's batch); None for any other."""
+        ...
+
     def charge(self, result: Completion | LLMError) -> None:
         ...
 

@@ -216,6 +216,17 @@ def _batch_gate(ctx: RunContext) -> Gate:
     return BatchExport(config.batch_export, config.base_url, config.llm_cache, imported)
 
 
+def _batch_api(ctx: RunContext) -> Gate:
+    """--batch: the requests the cache cannot answer go through the provider's batch API, their batch ids
+    kept in the dataset folder, and the run goes on once they are back (llm/batchapi.py)."""
+    from ..llm.batchapi import BatchAPI
+
+    config = ctx.config
+    return BatchAPI(ctx.store.path, config.base_url, config.llm_cache, config.num_samples,
+                    batch_requests=config.batch_requests, timeout=config.batch_timeout, poll=config.batch_poll,
+                    request_timeout=config.llm_timeout, retries=config.max_retries)
+
+
 def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
           work: Callable[[list[Trajectory], dict], list[StageReport]], keep: bool = False,
           prepare: Callable[[dict], None] | None = None, skip: bool = False) -> RunReport:
@@ -239,6 +250,8 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
             ctx.gate = Budget(ctx.config, folder=ctx.store.path)
         if ctx.gate is None and ctx.config.batch_export is not None:
             ctx.gate = _batch_gate(ctx)
+        if ctx.gate is None and ctx.config.batch:
+            ctx.gate = _batch_api(ctx)
         recorded = check_identity(ctx, identity)
         if prepare is not None:
             prepare(recorded)
@@ -280,6 +293,9 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
         finally:
             ctx.close_executor()
             log.close()
+            close = getattr(ctx.gate, "close", None)  # --batch's client
+            if close is not None:
+                close()
         ctx.progress, ctx.tally = shown, total
         ctx.store.finish_files()
         evaluate.conclude(ctx)

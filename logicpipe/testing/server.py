@@ -55,8 +55,16 @@ class FakeOpenAI:
     once."""
 
     def __init__(self, reply: Callable[[dict], str], latency: float = 0.0, port: int = 0,
-                 max_in_flight: int | None = None):
+                 max_in_flight: int | None = None, batch_delay: float = 0.5):
         self.reply = reply
+        # The batch API (/v1/files, /v1/batches): a batch goes validating -> in_progress -> finalizing ->
+        # completed over batch_delay seconds, each line answered by `reply` (routed on its custom_id's
+        # problem and purpose); `batches` holds every batch created, in order, with its lines' custom_ids.
+        self.batch_delay = batch_delay
+        self.batches: list[dict] = []
+        self.files: dict[str, bytes] = {}
+        self.line_errors: dict[str, int] = {}  # problem id -> how many of its next batch lines fail
+        self.batch_fates: deque[str] = deque()  # "expired" or "cancelled": the next batches end so
         self.latency = latency
         self.max_in_flight = max_in_flight
         self.in_flight = 0
@@ -86,6 +94,81 @@ class FakeOpenAI:
         self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
+
+    def _file(self, data: bytes) -> str:
+        with self._lock:
+            identifier = f"file-{len(self.files) + 1}"
+            self.files[identifier] = data
+            return identifier
+
+    def _create_batch(self, request: dict) -> dict | None:
+        with self._lock:
+            data = self.files.get(str(request.get("input_file_id")))
+            if data is None:
+                return None
+            lines = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+            batch = {"id": f"batch_{len(self.batches) + 1}", "object": "batch", "endpoint": request.get("endpoint"),
+                     "input_file_id": request["input_file_id"], "completion_window": request.get("completion_window"),
+                     "status": "validating", "output_file_id": None, "error_file_id": None, "errors": None,
+                     "created_at": int(time.time()), "metadata": request.get("metadata"),
+                     "request_counts": {"total": len(lines), "completed": 0, "failed": 0}}
+            self.batches.append({"batch": batch, "lines": lines, "custom_ids": [line["custom_id"] for line in lines],
+                                 "started": time.monotonic(),
+                                 "fate": self.batch_fates.popleft() if self.batch_fates else "completed"})
+            return dict(batch)
+
+    def _batch(self, identifier: str, cancel: bool = False) -> dict | None:
+        """The batch's state now: its status advances with the time since it was created; once it ends,
+        its output and error files are made (once)."""
+        with self._lock:
+            entry = next((b for b in self.batches if b["batch"]["id"] == identifier), None)
+            if entry is None:
+                return None
+            batch = entry["batch"]
+            if cancel and batch["status"] not in ("completed", "expired", "cancelled", "failed"):
+                entry["fate"], entry["cancelled"] = "cancelled", True
+            if batch["status"] in ("completed", "expired", "cancelled", "failed"):
+                return dict(batch)
+            elapsed = (time.monotonic() - entry["started"]) / max(self.batch_delay, 1e-9)
+            if entry.get("cancelled"):
+                self._end(entry, "cancelled", answered=0)
+            elif elapsed >= 1:
+                self._end(entry, entry["fate"],
+                          answered=len(entry["lines"]) if entry["fate"] == "completed" else len(entry["lines"]) // 2)
+            else:
+                batch["status"] = "validating" if elapsed < 0.25 else "in_progress" if elapsed < 0.75 else "finalizing"
+            return dict(batch)
+
+    def _end(self, entry: dict, status: str, answered: int) -> None:
+        """Answer the first `answered` lines (a line of a problem in line_errors fails instead); the
+        rest get batch_expired or batch_cancelled in the error file, as OpenAI writes them."""
+        out, errors = [], []
+        for number, line in enumerate(entry["lines"]):
+            problem, purpose, *_ = line["custom_id"].split(":")
+            result = {"id": f"req-{number}", "custom_id": line["custom_id"]}
+            if number >= answered:
+                errors.append({**result, "response": None, "error": {
+                    "code": f"batch_{status}", "message": f"the batch was {status} before this request ran"}})
+                continue
+            if self.line_errors.get(problem, 0) > 0:
+                self.line_errors[problem] -= 1
+                errors.append({**result, "response": {"status_code": 500, "request_id": f"r{number}", "body": {
+                    "error": {"message": "injected line error", "type": "server_error"}}}, "error": None})
+                continue
+            body = dict(line["body"])
+            body["_logicpipe"] = {"purpose": purpose, "problem": problem, "phase": ""}
+            text = self.reply(body)  # under this server's lock: a batch ends once
+            out.append({**result, "response": {"status_code": 200, "request_id": f"r{number}",
+                                               "body": completion(body, text)}, "error": None})
+        batch = entry["batch"]
+        for name, items in (("output_file_id", out), ("error_file_id", errors)):
+            if items:
+                identifier = f"file-{len(self.files) + 1}"
+                self.files[identifier] = "".join(json.dumps(item) + "\n" for item in items).encode()
+                batch[name] = identifier
+        batch["status"] = status
+        batch["request_counts"] = {"total": len(entry["lines"]), "completed": len(out),
+                                   "failed": sum(item["response"] is not None for item in errors)}
 
     def _next(self, body: dict) -> Fault | None:
         with self._lock:
@@ -169,9 +252,64 @@ class FakeOpenAI:
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the client gave up on a reply (its deadline) or hung up a kept-alive connection
 
+            def do_GET(self) -> None:  # noqa: N802 - http.server's naming
+                path = self.path.split("?")[0]
+                parts = path.rstrip("/").split("/")
+                if path.startswith("/v1/files/") and path.endswith("/content") and len(parts) == 5:
+                    data = fake.files.get(parts[3])
+                    if data is not None:
+                        self._send(200, data)
+                        return
+                elif path.startswith("/v1/batches/") and len(parts) == 4:
+                    batch = fake._batch(parts[3])
+                    if batch is not None:
+                        self._send(200, json.dumps(batch).encode())
+                        return
+                self._send(404, b'{"error": {"message": "not found"}}')
+
+            def _batch_api(self, path: str, raw: bytes) -> None:
+                parts = path.rstrip("/").split("/")
+                if path == "/v1/files":
+                    from email.parser import BytesParser
+                    from email.policy import HTTP
+
+                    head = f"Content-Type: {self.headers.get('Content-Type', '')}\r\n\r\n".encode()
+                    form = BytesParser(policy=HTTP).parsebytes(head + raw)
+                    fields = {part.get_param("name", header="content-disposition"): part
+                              for part in form.iter_parts()} if form.is_multipart() else {}
+                    upload, purpose = fields.get("file"), fields.get("purpose")
+                    if upload is None or purpose is None or purpose.get_payload(decode=True) != b"batch":
+                        self._send(400, b'{"error": {"message": "expected a multipart file with purpose batch"}}')
+                        return
+                    data = upload.get_payload(decode=True)
+                    data = data if isinstance(data, bytes) else b""
+                    identifier = fake._file(data)
+                    self._send(200, json.dumps({"id": identifier, "object": "file", "bytes": len(data),
+                                                "created_at": int(time.time()), "filename": upload.get_filename(),
+                                                "purpose": "batch", "status": "processed"}).encode())
+                    return
+                if path == "/v1/batches":
+                    batch = fake._create_batch(json.loads(raw or b"{}"))
+                    if batch is None:
+                        self._send(400, b'{"error": {"message": "no such input file"}}')
+                    else:
+                        self._send(200, json.dumps(batch).encode())
+                    return
+                if len(parts) == 5 and parts[4] == "cancel":
+                    batch = fake._batch(parts[3], cancel=True)
+                    if batch is not None:
+                        self._send(200, json.dumps(batch).encode())
+                        return
+                self._send(404, b'{"error": {"message": "not found"}}')
+
             def do_POST(self) -> None:  # noqa: N802 - http.server's naming
                 length = int(self.headers.get("Content-Length", 0))
-                body = json.loads(self.rfile.read(length) or b"{}")
+                raw = self.rfile.read(length)
+                path = self.path.split("?")[0]
+                if path.startswith(("/v1/files", "/v1/batches")):
+                    self._batch_api(path, raw)
+                    return
+                body = json.loads(raw or b"{}")
                 # Reply functions route on what the request is for, never on prompt wording.
                 body["_logicpipe"] = {"purpose": self.headers.get("X-Logicpipe-Purpose", ""),
                                       "problem": self.headers.get("X-Logicpipe-Problem", ""),

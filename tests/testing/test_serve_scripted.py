@@ -55,6 +55,21 @@ def test_a_task_dry_runs_against_canned_replies(programs: str, tmp_path: Path):
     assert [(r["id"], r["program"]) for r in refined] == [("c4", fixed)]
 
 
+def test_a_task_dry_runs_through_the_batch_api(tmp_path: Path):
+    server, url = start("--programs", str(FILES / "cats_programs.json"), "--batch-delay", "0.3")
+    try:
+        done = cli("run", "--task", str(FILES / "cats.yaml"), "--model", "scripted", "--base-url", url,
+                   "--out", str(tmp_path / "run"), "--max-rounds", "0", "--batch", "--batch-poll", "0.2")
+        assert done.returncode == 0, done.stderr
+    finally:
+        err = stop(server) if server.poll() is None else server.stderr.read()
+    assert "answered 0 requests, and 1 batches of the batch API" in err
+    metrics = json.loads((tmp_path / "run" / "cats" / "metrics.json").read_text())
+    assert (metrics["source"], metrics["total"]) == ("llm:scripted", 4)
+    assert [b["status"] for b in json.loads((tmp_path / "run" / "cats" / "batches.json").read_text())["batches"]] == \
+        ["completed"]
+
+
 def test_bad_replies_file_or_port_is_one_error_line(tmp_path: Path):
     (tmp_path / "bad.json").write_text("{not json")
     done = cli("serve-scripted", "--programs", str(tmp_path / "bad.json"))

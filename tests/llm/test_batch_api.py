@@ -1,0 +1,190 @@
+"""--batch, through the CLI and the openai client against the scripted server's batch API (/v1/files,
+/v1/batches): the same records as a synchronous run, each batch created once even across a kill while
+polling, a failed line retried in the next batch, an expired batch's unfinished lines only resubmitted."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+from logicpipe.testing import FakeOpenAI, ScriptedReplies
+from tests.conftest import ROOT, cli
+
+PROGRAMS = "ProntoQA_dev_gpt-4.json"
+MARK = "@@@ broken line"
+
+
+def replies(data_dir, broken=(), unfixable=()):
+    """The released programs, with a line that does not parse added to those of `broken` (refinement
+    repairs them) and of `unfixable` (refinement answers with no program, so every round asks again)."""
+    scripted = ScriptedReplies.from_logic_lm(data_dir / "programs" / PROGRAMS)
+    for problem in (*broken, *unfixable):
+        lines = scripted.programs[problem][0].splitlines()
+        scripted.programs[problem] = ["\n".join(lines[:-1] + [MARK if problem in broken else "@@@ unfixable", lines[-1]])]
+    scripted.repairs = {MARK: "\n".join(line for line in scripted.programs[broken[0]][0].splitlines() if line != MARK)} \
+        if broken else {}
+    return scripted
+
+
+def common(data_dir, fake, tmp_path, name, limit=12, rounds=0):
+    return ["run", "-d", "prontoqa", "--data-dir", str(data_dir), "--model", "fake-gpt", "--limit", str(limit),
+            "--max-rounds", str(rounds), "--base-url", fake.url, "--llm-cache", str(tmp_path / f"{name}.sqlite"),
+            "--out", str(tmp_path / name)]
+
+
+def records(folder, stage):
+    return {r["id"]: r for r in map(json.loads, (folder / f"{stage}.jsonl").read_text().splitlines())}
+
+
+def lines_of(fake):
+    return [identifier for batch in fake.batches for identifier in batch["custom_ids"]]
+
+
+def test_a_batch_run_with_refinement_gives_the_synchronous_runs_records(data_dir, tmp_path):
+    scripted = replies(data_dir, broken=("ProntoQA_2",), unfixable=("ProntoQA_5",))
+    with FakeOpenAI(scripted, batch_delay=0.3) as fake:
+        sync = cli(*common(data_dir, fake, tmp_path, "sync", rounds=2))
+        assert sync.returncode == 0, sync.stderr
+        asked = len(fake.requests)
+        batch = cli(*common(data_dir, fake, tmp_path, "batch", rounds=2), "--batch", "--batch-poll", "0.2")
+        assert batch.returncode == 0, batch.stderr
+        assert len(fake.requests) == asked  # nothing sent one by one
+    # formulate (12 lines), refinement round 1 (both broken programs), round 2 (the one still broken)
+    sizes = [len(b["custom_ids"]) for b in fake.batches]
+    assert sizes == [12, 2, 1], sizes
+    assert len(set(lines_of(fake))) == len(lines_of(fake)) == asked  # each request once, as the sync run asked
+    assert [i.split(":")[:2] for i in fake.batches[2]["custom_ids"]] == [["ProntoQA_5", "refine"]]
+    for stage in ("formulate", "solve", "solve-1", "solve-2", "interpret"):
+        ours, theirs = records(tmp_path / "batch" / "prontoqa", stage), records(tmp_path / "sync" / "prontoqa", stage)
+        assert ours.keys() == theirs.keys(), stage
+        for key in ours:
+            for field in ("program", "answer", "verdict", "predicted", "final", "correct", "error", "round"):
+                assert ours[key].get(field) == theirs[key].get(field), (stage, key, field)
+    metrics = [json.loads((tmp_path / run / "prontoqa" / "metrics.json").read_text()) for run in ("batch", "sync")]
+    for figures in metrics:  # the batch's replies are read from the cache the batch filled
+        figures["tokens"].pop("cached_calls")
+        figures.pop("source")
+    assert metrics[0] == metrics[1]
+    assert metrics[0]["refinement_rounds"] == 2 and metrics[0]["exe_rate_before_refinement"] < metrics[0]["exe_rate"]
+    recorded = json.loads((tmp_path / "batch" / "prontoqa" / "batches.json").read_text())["batches"]
+    assert [b["id"] for b in recorded] == [b["batch"]["id"] for b in fake.batches]
+    assert all(b["status"] == "completed" and b["read"] for b in recorded)
+
+
+def test_a_run_killed_while_polling_resumes_its_batches_and_submits_none_again(data_dir, tmp_path):
+    with FakeOpenAI(replies(data_dir), batch_delay=4.0) as fake:
+        args = [*common(data_dir, fake, tmp_path, "run"), "--batch", "--batch-poll", "0.2"]
+        process = subprocess.Popen([sys.executable, "-m", "logicpipe", *args], cwd=ROOT, env=dict(os.environ),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        record = tmp_path / "run" / "prontoqa" / "batches.json"
+        deadline = time.monotonic() + 60
+        while not record.exists() and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        assert record.exists() and process.poll() is None  # created, and still polling
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        assert len(fake.batches) == 1 and fake.batches[0]["batch"]["status"] != "completed"
+        again = cli(*args)
+        assert again.returncode == 0, again.stderr
+        assert len(fake.batches) == 1  # the re-run polled the batch the killed run created
+        assert len(fake.requests) == 0
+    done = records(tmp_path / "run" / "prontoqa", "formulate")
+    assert len(done) == 12 and all(r["error"] is None for r in done.values())
+
+
+def test_a_failed_line_goes_in_the_next_batch_and_an_expired_batch_resubmits_its_unfinished_lines(data_dir, tmp_path):
+    with FakeOpenAI(replies(data_dir), batch_delay=0.2) as fake:
+        fake.line_errors = {"ProntoQA_3": 1}
+        once = cli(*common(data_dir, fake, tmp_path, "once"), "--batch", "--batch-poll", "0.2")
+        assert once.returncode == 0, once.stderr
+        assert [[i.split(":")[0] for i in b["custom_ids"]] for b in fake.batches][1:] == [["ProntoQA_3"]]
+        assert all(r["error"] is None for r in records(tmp_path / "once" / "prontoqa", "formulate").values())
+
+        # A line that fails in every batch it may go in: a typed, transient model error record.
+        before = len(fake.batches)
+        fake.line_errors = {"ProntoQA_4": 99}
+        always = cli(*common(data_dir, fake, tmp_path, "always"), "--batch", "--batch-poll", "0.2", "--max-retries", "1")
+        assert always.returncode == 0, always.stderr
+        assert [len(b["custom_ids"]) for b in fake.batches[before:]] == [12, 1]  # the first, one retry
+        failed = records(tmp_path / "always" / "prontoqa", "formulate")["ProntoQA_4"]
+        assert failed["error"]["category"] == "llm" and "failed in each batch" in failed["error"]["message"]
+        assert "injected line error" in failed["error"]["message"]
+
+        # An expired batch: half its lines ran; only the other half is submitted again.
+        before = len(fake.batches)
+        fake.line_errors = {}
+        fake.batch_fates.append("expired")
+        expired = cli(*common(data_dir, fake, tmp_path, "expired"), "--batch", "--batch-poll", "0.2")
+        assert expired.returncode == 0, expired.stderr
+        ran = fake.batches[before:]
+        assert [b["batch"]["status"] for b in ran] == ["expired", "completed"]
+        assert ran[1]["custom_ids"] == ran[0]["custom_ids"][6:]
+        assert len(fake.requests) == 0
+    assert all(r["error"] is None for r in records(tmp_path / "expired" / "prontoqa", "formulate").values())
+
+
+def test_batch_size_splits_a_round_and_bad_batch_options_are_one_line(data_dir, tmp_path):
+    with FakeOpenAI(replies(data_dir), batch_delay=0.2) as fake:
+        split = cli(*common(data_dir, fake, tmp_path, "split", limit=5), "--batch", "--batch-size", "2",
+                    "--batch-poll", "0.2")
+        assert split.returncode == 0, split.stderr
+        assert [len(b["custom_ids"]) for b in fake.batches] == [2, 2, 1]
+        base = common(data_dir, fake, tmp_path, "bad")
+        for extra, said in ((["--batch-export", str(tmp_path / "r.jsonl")], "give one or the other"),
+                            (["--max-tokens-total", "10"], "give one or the other"),
+                            (["--batch-size", "50001"], "--batch-size"),
+                            (["--batch-poll", "0"], "--batch-poll")):
+            bad = cli(*base, "--batch", *extra)
+            assert bad.returncode == 2 and said in bad.stderr, (extra, bad.stderr)
+            assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+    assert not (tmp_path / "bad").exists()
+
+
+def test_batches_running_at_the_timeout_stop_the_run_and_a_re_run_polls_them(data_dir, tmp_path):
+    with FakeOpenAI(replies(data_dir), batch_delay=60) as fake:
+        args = [*common(data_dir, fake, tmp_path, "run", limit=3), "--batch", "--batch-poll", "0.2"]
+        late = cli(*args, "--batch-timeout", "1")
+        assert late.returncode == 4, late.stderr
+        assert "--batch: 1 batches still running after --batch-timeout 1 s" in late.stderr
+        assert "3 of 3 requests not sent; finished records are kept" in late.stderr
+        fake.batch_delay = 0.1  # the provider finishes it meanwhile
+        again = cli(*args)
+        assert again.returncode == 0, again.stderr
+        assert len(fake.batches) == 1 and len(fake.requests) == 0
+    assert len(records(tmp_path / "run" / "prontoqa", "interpret")) == 3
+
+
+def test_the_scripted_batch_api_through_the_openai_client(data_dir):
+    """Upload, create, the statuses on the way, the output file; and a cancel, answered at once."""
+    import openai
+
+    with FakeOpenAI(replies(data_dir), batch_delay=0.4) as fake:
+        client = openai.OpenAI(base_url=fake.url, api_key="x", max_retries=0, timeout=10)
+        line = {"custom_id": "ProntoQA_1:formulate:0:k1", "method": "POST", "url": "/v1/chat/completions",
+                "body": {"model": "m", "messages": [{"role": "user", "content": "hi"}]}}
+        uploaded = client.files.create(file=("in.jsonl", (json.dumps(line) + "\n").encode(), "application/jsonl"),
+                                       purpose="batch")
+        batch = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                      completion_window="24h")
+        seen = [batch.status]
+        while seen[-1] != "completed":
+            time.sleep(0.05)
+            seen.append(client.batches.retrieve(batch.id).status)
+        assert [s for i, s in enumerate(seen) if i == 0 or seen[i - 1] != s] == \
+            ["validating", "in_progress", "finalizing", "completed"]
+        done = client.batches.retrieve(batch.id)
+        out = json.loads(client.files.content(done.output_file_id).content)
+        assert out["custom_id"] == line["custom_id"] and out["response"]["status_code"] == 200
+        assert out["response"]["body"]["choices"][0]["message"]["content"] == scripted_program(fake, "ProntoQA_1")
+        other = client.batches.create(input_file_id=uploaded.id, endpoint="/v1/chat/completions",
+                                      completion_window="24h")
+        assert client.batches.cancel(other.id).status == "cancelled"
+        assert client.batches.retrieve(other.id).error_file_id is not None
+        assert [b["batch"]["id"] for b in fake.batches] == [batch.id, other.id]
+        client.close()
+
+
+def scripted_program(fake, problem):
+    return fake.reply.programs[problem][0]
