@@ -110,6 +110,7 @@ def _options(
     batch_requests: int = typer.Option(50_000, "--batch-size", help="most requests in one --batch batch (at most 50000, the OpenAI API's limit; a file also stays under 200 MB)"),
     batch_timeout: float = typer.Option(86400.0, "--batch-timeout", help="seconds a command waits for its --batch batches before it stops (a re-run resumes them)"),
     batch_poll: float = typer.Option(30.0, "--batch-poll", help="most seconds between two looks at a running --batch batch"),
+    batch_discount: float = typer.Option(0.5, "--batch-discount", help="what a batch request costs against one sent alone: metrics show a --batch or --batch-export run's cost at that price too"),
     constrain: bool = typer.Option(False, "--constrain", help="send the solver language's grammar with each formulate and refine request (grammar-constrained decoding)"),
     constrain_format: str = typer.Option("gbnf", "--constrain-format", help="how the grammar is sent: gbnf ('grammar' field, llama.cpp) or vllm ('guided_grammar' field)"),
     overwrite: bool = typer.Option(False, "--overwrite", help="discard what an earlier run wrote in OUT/<dataset>/ and start afresh"),
@@ -148,7 +149,7 @@ _WHERE = {"dataset", "task", "formalism", "split", "out", "data_dir", "limit", "
 _SOLVER = {"workers", "timeout", "memory_mb", "executor", "ray_address", "ray_connect_timeout"}
 _LLM = {"model", "base_url", "max_concurrency", "temperature", "max_tokens", "llm_timeout", "max_retries",
         "price_prompt", "price_completion", "max_cost", "max_tokens_total", "llm_cache", "max_errors", "prompts",
-        "batch_export", "batch_import", "batch", "batch_requests", "batch_timeout", "batch_poll"}
+        "batch_export", "batch_import", "batch", "batch_requests", "batch_timeout", "batch_poll", "batch_discount"}
 _USES = {
     "formulate": _WHERE | _LLM | {"programs", "num_samples", "constrain", "constrain_format"},
     "solve": _WHERE | _SOLVER,

@@ -24,6 +24,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +47,11 @@ class BatchAPI:
 
     def __init__(self, folder: Path, base_url: str | None, cache_path: Path | None, samples: int,
                  batch_requests: int = MAX_REQUESTS, timeout: float = 86400.0, poll: float = 30.0,
-                 request_timeout: float = 120.0, retries: int = 5, max_bytes: int = MAX_BYTES):
+                 request_timeout: float = 120.0, retries: int = 5, max_bytes: int = MAX_BYTES,
+                 progress: Callable[[int, int], None] | None = None):
+        """`progress(ended, created)`: the run's batches that ended and were read, of all it created."""
         self.folder = folder
+        self.progress = progress
         self.base_url = endpoint(base_url)
         self._api_key = api_key(base_url)
         self._cache_path = cache_path or default_cache_path()
@@ -213,6 +217,8 @@ class BatchAPI:
                     if entry["created"] < self._started:
                         self.resumed += 1
                 self._write(batches)
+            if self.progress is not None:
+                self.progress(sum(1 for b in batches if b.get("read")), len(batches))
             if not any(not b.get("read") for b in batches) or self._late():
                 return
             time.sleep(max(0.0, min(pause, self.deadline - time.monotonic())))

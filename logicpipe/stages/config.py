@@ -108,6 +108,9 @@ class ModelOptions(BaseModel):
     batch_requests: int = Field(default=50_000, ge=1, le=50_000)  # the OpenAI API's ceiling
     batch_timeout: float = Field(default=86400.0, gt=0, le=30 * 86400)
     batch_poll: float = Field(default=30.0, gt=0, le=3600)
+    # What a batch costs against the same requests sent one by one (providers' batch APIs: about half):
+    # metrics show the cost at that price beside the tokens for a --batch or --batch-export run.
+    batch_discount: float = Field(default=0.5, ge=0, le=1)
     prompts: Path | None = None
 
     @field_validator("out")
@@ -135,7 +138,8 @@ class ModelOptions(BaseModel):
             raise ValueError(f"{value!r} is not an http(s) URL; give one such as http://localhost:8000/v1")
         return value
 
-    @field_validator("llm_timeout", "price_prompt", "price_completion", "max_cost", "batch_timeout", "batch_poll")
+    @field_validator("llm_timeout", "price_prompt", "price_completion", "max_cost", "batch_timeout", "batch_poll",
+                     "batch_discount")
     @classmethod
     def _finite(cls, value: float | None) -> float | None:
         return finite(value)

@@ -139,8 +139,11 @@ class Tally:
             tokens = self.usage
             extra["tokens"] = tokens.model_dump()
             if config.price_prompt is not None or config.price_completion is not None:
-                extra["cost"] = round((tokens.prompt_tokens * (config.price_prompt or 0)
-                                       + tokens.completion_tokens * (config.price_completion or 0)) / 1e6, 6)
+                cost = (tokens.prompt_tokens * (config.price_prompt or 0)
+                        + tokens.completion_tokens * (config.price_completion or 0)) / 1e6
+                extra["cost"] = round(cost, 6)
+                if config.batch or config.batch_export is not None:  # the replies came through batches
+                    extra["batch_cost"] = round(cost * config.batch_discount, 6)
         return extra
 
     def metrics(self, config: RunConfig) -> dict:

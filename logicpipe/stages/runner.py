@@ -222,9 +222,11 @@ def _batch_api(ctx: RunContext) -> Gate:
     from ..llm.batchapi import BatchAPI
 
     config = ctx.config
+    shown = ctx.progress  # the command's own display, over the whole run (not a chunk's)
     return BatchAPI(ctx.store.path, config.base_url, config.llm_cache, config.num_samples,
                     batch_requests=config.batch_requests, timeout=config.batch_timeout, poll=config.batch_poll,
-                    request_timeout=config.llm_timeout, retries=config.max_retries)
+                    request_timeout=config.llm_timeout, retries=config.max_retries,
+                    progress=lambda ended, created: shown("batches", ended, created))
 
 
 def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],

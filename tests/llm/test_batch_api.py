@@ -45,10 +45,11 @@ def lines_of(fake):
 def test_a_batch_run_with_refinement_gives_the_synchronous_runs_records(data_dir, tmp_path):
     scripted = replies(data_dir, broken=("ProntoQA_2",), unfixable=("ProntoQA_5",))
     with FakeOpenAI(scripted, batch_delay=0.3) as fake:
-        sync = cli(*common(data_dir, fake, tmp_path, "sync", rounds=2))
+        prices = ["--price-prompt", "1", "--price-completion", "2"]
+        sync = cli(*common(data_dir, fake, tmp_path, "sync", rounds=2), *prices)
         assert sync.returncode == 0, sync.stderr
         asked = len(fake.requests)
-        batch = cli(*common(data_dir, fake, tmp_path, "batch", rounds=2), "--batch", "--batch-poll", "0.2")
+        batch = cli(*common(data_dir, fake, tmp_path, "batch", rounds=2), *prices, "--batch", "--batch-poll", "0.2")
         assert batch.returncode == 0, batch.stderr
         assert len(fake.requests) == asked  # nothing sent one by one
     # formulate (12 lines), refinement round 1 (both broken programs), round 2 (the one still broken)
@@ -63,6 +64,8 @@ def test_a_batch_run_with_refinement_gives_the_synchronous_runs_records(data_dir
             for field in ("program", "answer", "verdict", "predicted", "final", "correct", "error", "round"):
                 assert ours[key].get(field) == theirs[key].get(field), (stage, key, field)
     metrics = [json.loads((tmp_path / run / "prontoqa" / "metrics.json").read_text()) for run in ("batch", "sync")]
+    # The batch run's cost also at the batch price (--batch-discount, 0.5 by default); the sync run has none.
+    assert metrics[0].pop("batch_cost") == round(metrics[0]["cost"] * 0.5, 6) > 0 and "batch_cost" not in metrics[1]
     for figures in metrics:  # the batch's replies are read from the cache the batch filled
         figures["tokens"].pop("cached_calls")
         figures.pop("source")
@@ -188,3 +191,18 @@ def test_the_scripted_batch_api_through_the_openai_client(data_dir):
 
 def scripted_program(fake, problem):
     return fake.reply.programs[problem][0]
+
+
+def test_the_progress_shows_batches_ended_of_those_created(data_dir, tmp_path):
+    """The run's display gets a "batches" row: ended and read, of those created (run_stages' progress)."""
+    from logicpipe.stages import run_stages
+    from logicpipe.stages.config import RunConfig
+
+    seen = []
+    with FakeOpenAI(replies(data_dir), batch_delay=0.3) as fake:
+        config = RunConfig(dataset="prontoqa", data_dir=data_dir, out=tmp_path / "out", model="fake-gpt",
+                           base_url=fake.url, llm_cache=tmp_path / "c.sqlite", limit=4, max_rounds=0, batch=True,
+                           batch_poll=0.2)
+        run_stages(config, ["formulate"], progress=lambda stage, done, total: seen.append((stage, done, total)))
+    batches = [(done, total) for stage, done, total in seen if stage == "batches"]
+    assert batches and batches[-1] == (1, 1) and (0, 1) in batches, seen
