@@ -118,9 +118,9 @@ class ModelOptions(BaseModel):
     def _out(cls, value: Path, info: ValidationInfo) -> Path:
         return writable(value, folder=True, probe=_writes(info))
 
-    @field_validator("llm_cache")
+    @field_validator("llm_cache", "batch_export")
     @classmethod
-    def _cache(cls, value: Path | None, info: ValidationInfo) -> Path | None:
+    def _file(cls, value: Path | None, info: ValidationInfo) -> Path | None:
         return None if value is None else writable(value, folder=False, probe=_writes(info))
 
     @field_validator("base_url")
@@ -167,11 +167,6 @@ class ModelOptions(BaseModel):
             except LogicPipeError as exc:
                 raise ValueError(str(exc)) from None
         return self
-
-    @field_validator("batch_export")
-    @classmethod
-    def _export(cls, value: Path | None, info: ValidationInfo) -> Path | None:
-        return None if value is None else writable(value, folder=False, probe=_writes(info))
 
     @field_validator("batch_import")
     @classmethod
