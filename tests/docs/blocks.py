@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 ROOT = Path(__file__).resolve().parents[2]
 QUICKSTART = "<!-- quickstart"
@@ -129,3 +131,12 @@ def page_blocks(page: Path, root: Path = ROOT) -> list[Block]:
             why = "the quick start: tests/docs/test_quickstart.py runs it"
         found.append(Block(page.relative_to(root).as_posix(), len(found) + 1, body, why))
     return found
+
+
+def load_script(name: str) -> ModuleType:
+    """scripts/NAME.py as a module (the scripts are no package), for the tests that check what it writes."""
+    spec = importlib.util.spec_from_file_location(name, ROOT / "scripts" / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module

@@ -4,7 +4,6 @@ produce."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 
 import pytest
@@ -12,17 +11,13 @@ from typer.testing import CliRunner
 
 from logicpipe.cli import app
 
-from .blocks import ROOT
+from .blocks import ROOT, load_script
 
 PAGE = ROOT / "docs" / "cli.md"
 
 
 def generator():
-    spec = importlib.util.spec_from_file_location("cli_reference", ROOT / "scripts" / "cli_reference.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("cli_reference")
 
 
 def test_the_page_is_what_make_docs_cli_writes_now():

@@ -5,20 +5,15 @@ scripts/docs_figures.py from tests/golden/reproduce_figures.json, which that scr
 
 from __future__ import annotations
 
-import importlib.util
 import json
 
 import pytest
 
-from .blocks import ROOT
+from .blocks import ROOT, load_script
 
 
 def docs_figures():
-    spec = importlib.util.spec_from_file_location("docs_figures", ROOT / "scripts" / "docs_figures.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("docs_figures")
 
 
 def test_the_reproduce_pages_tables_are_the_recorded_replays():
