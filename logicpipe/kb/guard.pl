@@ -158,12 +158,16 @@ safe_lambda(Params>>Body, Params>>Safe) :- safe_body(trusted, Body, Safe).
 % A grammar body (phrase/2,3): translated as a DCG rule's body is, the goal checked like any body.
 safe_grammar(_, G, user:lp_dcg(G)) :- var(G), !.
 safe_grammar(Mode, G, Safe) :-
-    dcg_translate_rule((lp_dcg --> G), (Head :- Body)),
-    Head =.. [_, S0, S],
+    grammar_goal(G, S0, S, Body),
     safe_body(Mode, Body, SafeBody),
     (   Mode == trusted, SafeBody == Body -> Safe = G
     ;   Safe = user:lp_dcg_body(S0, S, SafeBody)
     ).
+
+% grammar_goal(+Body, ?S0, ?S, -Goal): the goal a DCG body is translated to, over the list S0 to S.
+grammar_goal(Body, S0, S, Goal) :-
+    dcg_translate_rule((lp_dcg --> Body), (Head :- Goal)),
+    Head =.. [_, S0, S].
 
 % A `:` argument needs no run-time check when its module is settled: written out, and not Var:Term.
 settled_colon(:, A) :- !, nonvar(A), ( A = M:_ -> atom(M) ; true ).
@@ -178,7 +182,7 @@ safe_format(Mode, G, Safe) :-
     format_goal(G, F, Args, Partial),
     (   ground(F), is_list(Args), format_called(F, Args, Called)
     ->  maplist(safe_format_arg(Mode), Called, Args, SafeArgs),
-        call_args(Partial, [SafeArgs], Safe)
+        closure_goal(Partial, [SafeArgs], Safe)
     ;   Safe = user:lp_format(G)                               % the format is known only when it runs
     ).
 
@@ -192,8 +196,6 @@ called_type(_, false).
 
 safe_format_arg(Mode, true, A, Safe) :- !, safe_body(Mode, A, Safe).
 safe_format_arg(_, false, A, A).
-
-call_args(Partial, Extra, G) :- Partial =.. L0, append(L0, Extra, L), G =.. L.
 
 wrapper(checked(_)).
 wrapper(W) :- compound(W), compound_name_arity(W, Name, _),
@@ -242,8 +244,7 @@ user:lp_apply(C, Args) :- closure_goal(C, Args, G), user:checked(G).
 % A grammar body known only when it runs (phrase(G, L) with G from outside).
 user:lp_dcg(G, S0, S) :-
     (   var(G) -> throw(error(instantiation_error, _)) ; true ),
-    dcg_translate_rule((lp_dcg --> G), (Head :- Body)),
-    Head =.. [_, S0, S],
+    grammar_goal(G, S0, S, Body),
     user:checked(Body).
 
 user:lp_dcg_body(S0, S, Body, S0, S) :- call(kb:Body).
@@ -320,8 +321,8 @@ user:lp_format(G) :-
     (   is_list(Args0) -> Args = Args0 ; Args = [Args0] ),
     (   format_called(F, Args, Called)
     ->  maplist(safe_format_arg(checked), Called, Args, SafeArgs),
-        call_args(Partial, [Args], Plain), sandbox_check(Plain),
-        call_args(Partial, [SafeArgs], Safe),
+        closure_goal(Partial, [Args], Plain), sandbox_check(Plain),
+        closure_goal(Partial, [SafeArgs], Safe),
         call(kb:Safe)
     ;   throw(refused(whitelist, G))                           % a format its reader cannot read
     ).
