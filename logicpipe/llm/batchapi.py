@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import LLMError, UsageError
-from .batchfile import URL, checked_lines, custom_id, key_of, read_replies, store_replies
+from .batchfile import URL, batch_line, checked_lines, exported_ids, key_of, read_replies, store_replies
 from .cache import Cache
-from .client import cache_key, default_cache_path, request_body
+from .client import cache_key, default_cache_path
 from .request import Completion, Request, api_key, endpoint
 
 RECORD = "batches.json"
@@ -167,8 +167,7 @@ class BatchAPI:
 
     def _submit(self, model: str, wanted: dict[str, Request]) -> None:
         """Upload and create batches for the requests, each recorded as soon as it is created."""
-        lines = [json.dumps({"custom_id": custom_id(request, key), "method": "POST", "url": URL,
-                             "body": request_body(model, request)}, ensure_ascii=False) for key, request in wanted.items()]
+        lines = [batch_line(model, request, key) for key, request in wanted.items()]
         chunk: list[str] = []
         size = 0
         for line in lines:
@@ -228,7 +227,7 @@ class BatchAPI:
         """An ended batch's output and error files into the cache, as --batch-import reads a file; the
         lines with no reply (failed, or never run: expired, cancelled) are asked in the next batch."""
         given = self.folder / entry["file"]
-        wanted = {json.loads(line)["custom_id"] for line in given.read_text(encoding="utf-8").splitlines() if line}
+        wanted = exported_ids(given, "--batch")
         client = self._openai()
         items: list[dict] = []
         for field in ("output_file_id", "error_file_id"):

@@ -29,6 +29,12 @@ def custom_id(request: Request, key: str) -> str:
     return f"{request.problem}:{request.purpose}:{request.sample}:{key}"
 
 
+def batch_line(model: str, request: Request, key: str) -> str:
+    """A request as a line of a batch input file (the OpenAI batch format)."""
+    return json.dumps({"custom_id": custom_id(request, key), "method": "POST", "url": URL,
+                       "body": request_body(model, request)}, ensure_ascii=False)
+
+
 def key_of(identifier: str) -> str:
     return identifier.rsplit(":", 1)[-1]
 
@@ -66,8 +72,7 @@ class BatchExport:
                 answered.append(request)
             elif key not in self._written:
                 self._written.add(key)
-                lines.append(json.dumps({"custom_id": custom_id(request, key), "method": "POST", "url": URL,
-                                         "body": request_body(model, request)}, ensure_ascii=False))
+                lines.append(batch_line(model, request, key))
         if lines:
             with open(self.path, "a" if self._started else "w", encoding="utf-8") as out:
                 out.write("\n".join(lines) + "\n")
@@ -95,14 +100,14 @@ class BatchExport:
         return "the requests the cache answered are done"
 
 
-def exported_ids(path: Path) -> set[str]:
-    """The custom_ids of a batch input file this command wrote (--batch-export)."""
+def exported_ids(path: Path, option: str = "--batch-export") -> set[str]:
+    """The custom_ids of a batch input file a command wrote (--batch-export, or --batch's own)."""
     ids = set()
-    for number, line in enumerate(_lines(path, "--batch-export"), start=1):
+    for number, line in enumerate(_lines(path, option), start=1):
         try:
             ids.add(json.loads(line)["custom_id"])
         except (ValueError, KeyError, TypeError):
-            raise DataError(f"--batch-export {path}:{number}: not a batch request line") from None
+            raise DataError(f"{option} {path}:{number}: not a batch request line") from None
     return ids
 
 
