@@ -93,7 +93,8 @@ class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
     calls: int = 0
-    cached_calls: int = 0
+    cached_calls: int = 0  # answered by the reply cache, not paid for by this run
+    batch_calls: int = 0  # answered by this run's batches (--batch, --batch-import), at the batch price
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(**{key: getattr(self, key) + getattr(other, key) for key in Usage.model_fields})

@@ -74,7 +74,8 @@ def read_goals(text: str, read: Callable[[str], list[Term]]) -> tuple[list[Term]
 def add_usage(usage: Usage, reply: Reply) -> None:
     if isinstance(reply, Completion):
         usage.calls += 1
-        usage.cached_calls += int(reply.cached)
+        usage.cached_calls += int(reply.cached and not reply.batch)
+        usage.batch_calls += int(reply.batch)
         usage.prompt_tokens += reply.prompt_tokens
         usage.completion_tokens += reply.completion_tokens
 

@@ -68,6 +68,7 @@ class BatchAPI:
         self._held = 0
         self._lock = threading.Lock()  # stages may ask from threads of their own
         self._client: Any = None
+        self._ids: set[str] | None = None  # the ids in batches.json, once read
         self.created = 0  # batches this command created
         self.resumed = 0  # batches an earlier command created that this one read
         self._started = time.time()
@@ -104,6 +105,11 @@ class BatchAPI:
             return None
         return LLMError(f"--batch: the request failed in each batch it went in (last: {why}); a re-run asks it "
                         "again", transient=True)
+
+    def batched(self, source: str) -> bool:
+        if self._ids is None:
+            self._ids = {b["id"] for b in self._record()}
+        return source in self._ids  # a batch recorded in this run's folder
 
     def charge(self, result: Completion | LLMError) -> None:
         pass
@@ -267,6 +273,7 @@ class BatchAPI:
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)
+        self._ids = {b["id"] for b in batches}
 
     def close(self) -> None:
         if self._client is not None:

@@ -44,10 +44,11 @@ class BatchExport:
     to FILE (afresh for this command: the previous file's replies were imported already) and holds them."""
 
     def __init__(self, path: Path, base_url: str | None, cache_path: Path | None,
-                 imported: tuple[int, int] | None = None):
-        """`imported`: (stored, failed) of the --batch-import read before, said with what is written."""
+                 imported: tuple[int, int] | None = None, source: Path | None = None):
+        """`imported`: (stored, failed) of the --batch-import `source` read before, said with what is written."""
         self.path = path
         self.imported = imported
+        self.source = str(source) if source is not None else None
         self.base_url = endpoint(base_url)
         self._cache_path = cache_path or default_cache_path()
         self._written: set[str] = set()
@@ -81,6 +82,9 @@ class BatchExport:
 
     def failure(self, key: str) -> LLMError | None:
         return None
+
+    def batched(self, source: str) -> bool:
+        return source == self.source  # the output file this command imported
 
     def charge(self, result: Completion | LLMError) -> None:
         pass

@@ -15,6 +15,7 @@ class CachedReply(BaseModel):
     text: StrictStr
     prompt_tokens: StrictInt = Field(ge=0)
     completion_tokens: StrictInt = Field(ge=0)
+    batch: StrictStr | None = None  # the batch (id, output file) it was read from; None: sent on its own
 
 
 class Cache:

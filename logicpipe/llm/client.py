@@ -35,6 +35,7 @@ _FATAL_STATUS = {401, 403, 404}
 # The server says it has too much to do: the in-flight limit shrinks (as it does on a timeout).
 _OVERLOAD_STATUS = {429, 503}
 _STANDARD_FIELDS = {"model", "messages", "temperature", "max_tokens", "stop"}
+CHARGE_POLL = 0.05  # seconds between looks at a gate another thread charges (Gate.open None)
 
 
 def text_bound(copies: int) -> int:
@@ -234,20 +235,41 @@ class Held(Exception):
 
 
 class Gate(Protocol):
-    """What may be sent (logicpipe.stages.context.Gate): a spending cap (optimize/calls.py Budget), or
-    a batch file that takes the requests the cache cannot answer (llm/batchfile.py BatchExport)."""
+    """What a run's model requests may be sent: a spending cap (optimize/calls.py Budget: --max-calls,
+    --max-cost, --max-tokens-total), a batch file (llm/batchfile.py BatchExport: --batch-export) or a
+    provider's batch API (llm/batchapi.py BatchAPI: --batch)."""
 
-    def admit(self, model: str, requests: list[Request]) -> list[Request]: ...
+    def admit(self, model: str, requests: list[Request]) -> list[Request]:
+        """The requests that may be sent now (those already cached cost nothing); if fewer than all,
+        the sender stops the run once they are back."""
+        ...
 
-    def failure(self, key: str) -> LLMError | None: ...
+    def failure(self, key: str) -> LLMError | None:
+        """The error of a request (by cache key) the gate admitted and that failed for good where the
+        gate had it answered (a provider's batch); None for any other."""
+        ...
 
-    def charge(self, result: Completion | LLMError) -> None: ...
+    def batched(self, source: str) -> bool:
+        """Whether a cached reply stored from the batch `source` (a batch id, an output file) was paid
+        for by this run's batches: it is then counted as a batch call, not as a cached one."""
+        ...
 
-    def open(self) -> bool: ...
+    def charge(self, result: Completion | LLMError) -> None:
+        ...
 
-    def spent(self) -> str | None: ...
+    def open(self) -> bool | None:
+        """Whether one more request the cache cannot answer may be sent now (asked just before each):
+        False stops the run between requests, once those in flight are back; None: not yet, ask again
+        once a request in flight has been charged (a cap that has no cost per request to go by yet)."""
+        ...
 
-    def resume(self) -> str: ...
+    def spent(self) -> str | None:
+        """Why nothing more may be sent (the cap reached and what was spent), or None."""
+        ...
+
+    def resume(self) -> str:
+        """What a user does to finish what was held back."""
+        ...
 
 
 class LLMClient:
@@ -263,6 +285,7 @@ class LLMClient:
         self.gate = gate
         self.held = 0  # requests of the last run the gate held back unsent; they have no result
         self._window = _Window(self.pace)  # a new one for each run (its waiters belong to that run's loop)
+        self._replied = asyncio.Event()
 
     def run(self, requests: Iterable[Request], on_result: OnResult) -> None:
         """Send all requests, at most the pace's limit (at most max_concurrency) at a time; call
@@ -290,6 +313,7 @@ class LLMClient:
         client = openai.AsyncOpenAI(base_url=self.base_url, api_key=self._api_key, max_retries=0,
                                     timeout=self.settings.timeout)
         self._window = _Window(self.pace)
+        self._replied = asyncio.Event()  # set (and replaced) each time a result is charged to the gate
 
         async def one(request: Request) -> tuple[Request, Completion | LLMError | None]:
             result: Completion | LLMError
@@ -309,6 +333,8 @@ class LLMClient:
                 # Charged here, before the request it let into the window is sent: as_completed hands
                 # the result over only after that one has asked the gate.
                 self.gate.charge(result)
+                self._replied.set()
+                self._replied = asyncio.Event()
             return request, result
 
         tasks = [asyncio.ensure_future(one(r)) for r in requests]
@@ -335,7 +361,8 @@ class LLMClient:
                 break
             replies.append(await self._complete(client, replace(request, then=None, phase=phase, grammar=grammar)))
         return Completion(replies[-1].text, sum(r.prompt_tokens for r in replies),
-                          sum(r.completion_tokens for r in replies), all(r.cached for r in replies))
+                          sum(r.completion_tokens for r in replies), all(r.cached for r in replies),
+                          all(r.batch for r in replies))
 
     async def _complete(self, client: Any, request: Request) -> Completion:
         import openai
@@ -343,9 +370,11 @@ class LLMClient:
         key = cache_key(self.settings.model, self.base_url, request)
         hit = self._cache.get(key)
         if hit is not None:
+            batch = hit.batch is not None and self.gate is not None and self.gate.batched(hit.batch)
             self.totals.calls += 1
-            self.totals.cached_calls += 1
-            return Completion(hit.text, hit.prompt_tokens, hit.completion_tokens, cached=True)
+            self.totals.cached_calls += not batch
+            self.totals.batch_calls += batch
+            return Completion(hit.text, hit.prompt_tokens, hit.completion_tokens, cached=True, batch=batch)
         failed = self.gate.failure(key) if self.gate is not None else None
         if failed is not None:  # its line failed in a provider's batch (--batch): its record says so
             self.totals.calls += 1
@@ -354,7 +383,7 @@ class LLMClient:
         # in the window through its backoff, and goes again before any request not yet sent; one retried
         # after an overload (429, 503, a timeout) gives its place up, so the smaller limit holds at once.
         window = self._window
-        placed = False
+        placed = opened = False
         epoch = attempt = 0
         try:
             while True:
@@ -363,8 +392,16 @@ class LLMClient:
                     placed = True
                     # Asked once a place is free, just before sending: the spending cap then counts the
                     # replies that came back meanwhile. A later phase or a retry finishes what was begun.
-                    if attempt == 0 and request.phase <= 1 and self.gate is not None and not self.gate.open():
-                        raise Held()
+                    if attempt == 0 and request.phase <= 1 and self.gate is not None and not opened:
+                        verdict = self.gate.open()
+                        if verdict is None:  # not yet: the place goes back until a reply is charged
+                            placed = False
+                            window.leave()
+                            await self._charged()
+                            continue
+                        if not verdict:
+                            raise Held()
+                        opened = True
                 retry_after = None
                 self.totals.requests_sent += 1
                 overload = False
@@ -397,6 +434,10 @@ class LLMClient:
                                    f"{_short(failure)}", transient=True) from failure
                 await asyncio.sleep(self._delay(attempt, retry_after))
                 attempt += 1
+        except asyncio.CancelledError:
+            if opened and self.gate is not None:  # sent, maybe paid for: the cap counts it, and waits no more
+                self.gate.charge(LLMError("cancelled while in flight", transient=True))
+            raise
         finally:
             if placed:  # a fatal status, given up, or cancelled
                 window.leave()
@@ -406,6 +447,14 @@ class LLMClient:
         self.totals.prompt_tokens += reply.prompt_tokens
         self.totals.completion_tokens += reply.completion_tokens
         return Completion(reply.text, reply.prompt_tokens, reply.completion_tokens, cached=False)
+
+    async def _charged(self) -> None:
+        """Until a result is charged to the gate: by this run, or (the gate is shared by the stages'
+        threads, each with a loop of its own) by another, which is looked for every CHARGE_POLL seconds."""
+        try:
+            await asyncio.wait_for(self._replied.wait(), CHARGE_POLL)
+        except asyncio.TimeoutError:
+            pass
 
     def _check_size(self, reply: CachedReply) -> None:
         """A reply whose text no record could hold is never cached: the record says so and a re-run asks

@@ -40,7 +40,8 @@ class Completion:
     text: str
     prompt_tokens: int
     completion_tokens: int
-    cached: bool
+    cached: bool  # not sent by this request: the reply cache answered it
+    batch: bool = False  # cached, from one of this run's batches (paid for there, at the batch price)
 
 
 @dataclass
@@ -49,6 +50,7 @@ class Totals:
     completion_tokens: int = 0
     calls: int = 0
     cached_calls: int = 0
+    batch_calls: int = 0
     requests_sent: int = 0
     failures: dict[str, int] = field(default_factory=dict)
 

@@ -43,7 +43,7 @@ class Spend:
 
 
 class Budget:
-    """The spending cap of every model command, the one gate (logicpipe.stages.context.Gate): --max-calls
+    """The spending cap of every model command, the one gate (logicpipe.llm.client.Gate): --max-calls
     (optimize), --max-cost and --max-tokens-total (optimize, run, the stage commands, baseline, kb ask).
     Requests whose reply is cached always pass; others pass while calls, cost and tokens are left: a
     batch that does not fully pass at admission, or a request that `open` refuses just before it would
@@ -108,6 +108,10 @@ class Budget:
         return ((cap_cost is not None and self.cost * (1 + in_flight / sent) >= cap_cost)
                 or (cap_tokens is not None and self.tokens * (1 + in_flight / sent) >= cap_tokens))
 
+    def _unpriced(self) -> bool:
+        capped = self.config.max_cost is not None or self.config.max_tokens_total is not None
+        return capped and not self.replies and not self.tokens
+
     def left(self) -> int | None:
         """Requests that may still be sent (None: no limit on the count)."""
         if self._reached():
@@ -133,11 +137,16 @@ class Budget:
                     f"{self.tokens} tokens)")
         return None
 
-    def open(self) -> bool:
-        """Whether one more paid request may go now (asked just before each is sent)."""
+    def open(self) -> bool | None:
+        """Whether one more paid request may go now (asked just before each is sent); None: not before
+        a request in flight is back. With --max-cost or --max-tokens-total and no reply yet (in this run
+        or the ledger), nothing says what a request costs: one goes at a time until one comes back,
+        else the first window of --max-concurrency requests would pass the cap unchecked."""
         if not self.bounded:
             return True
         with self._lock:
+            if self._in_flight and self._unpriced():
+                return None
             if self._reached(self._in_flight):
                 return False
             self._in_flight += 1
@@ -165,6 +174,9 @@ class Budget:
 
     def failure(self, key: str) -> LLMError | None:
         return None
+
+    def batched(self, source: str) -> bool:
+        return False
 
     def charge(self, result: Result) -> None:
         self.step.calls += 1

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
-from ..core.errors import LLMError
 from ..core.task import Task
 from ..core.trajectory import Trajectory
-from ..llm import Completion, Request
+from ..llm.client import Gate
 from ..prompts import PromptSet
 from ..run.folder import ErrorBudget, RunFolder
 from .config import RunConfig
@@ -33,37 +32,6 @@ class StageReport:
     new: int
     seconds: float
     note: str = ""
-
-
-class Gate(Protocol):
-    """What a run's model requests may be sent: a spending cap (--max-calls, --max-cost,
-    --max-tokens-total) or a batch file (--batch-export)."""
-
-    def admit(self, model: str, requests: list[Request]) -> list[Request]:
-        """The requests that may be sent now (those already cached cost nothing); if fewer than all,
-        the sender stops the run once they are back."""
-        ...
-
-    def failure(self, key: str) -> LLMError | None:
-        """The error of a request (by cache key) the gate admitted and that failed for good where the
-        gate had it answered (a provider's batch); None for any other."""
-        ...
-
-    def charge(self, result: Completion | LLMError) -> None:
-        ...
-
-    def open(self) -> bool:
-        """Whether one more request the cache cannot answer may be sent now (asked just before each):
-        False stops the run between requests, once those in flight are back."""
-        ...
-
-    def spent(self) -> str | None:
-        """Why nothing more may be sent (the cap reached and what was spent), or None."""
-        ...
-
-    def resume(self) -> str:
-        """What a user does to finish what was held back."""
-        ...
 
 
 @dataclass

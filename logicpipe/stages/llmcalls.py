@@ -68,4 +68,5 @@ def usage(results: list[Result]) -> Usage:
     done = [r for r in results if isinstance(r, Completion)]
     return Usage(prompt_tokens=sum(r.prompt_tokens for r in done),
                  completion_tokens=sum(r.completion_tokens for r in done),
-                 calls=len(results), cached_calls=sum(r.cached for r in done))
+                 calls=len(results), cached_calls=sum(r.cached and not r.batch for r in done),
+                 batch_calls=sum(r.batch for r in done))

@@ -213,7 +213,7 @@ def _batch_gate(ctx: RunContext) -> Gate:
     if config.batch_import is not None:
         imported = import_replies(config.batch_import, config.batch_export, config.model or "", config.llm_cache,
                                   config.num_samples)
-    return BatchExport(config.batch_export, config.base_url, config.llm_cache, imported)
+    return BatchExport(config.batch_export, config.base_url, config.llm_cache, imported, config.batch_import)
 
 
 def _batch_api(ctx: RunContext) -> Gate:

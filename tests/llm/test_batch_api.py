@@ -66,8 +66,12 @@ def test_a_batch_run_with_refinement_gives_the_synchronous_runs_records(data_dir
     metrics = [json.loads((tmp_path / run / "prontoqa" / "metrics.json").read_text()) for run in ("batch", "sync")]
     # The batch run's cost also at the batch price (--batch-discount, 0.5 by default); the sync run has none.
     assert metrics[0].pop("batch_cost") == round(metrics[0]["cost"] * 0.5, 6) > 0 and "batch_cost" not in metrics[1]
-    for figures in metrics:  # the batch's replies are read from the cache the batch filled
-        figures["tokens"].pop("cached_calls")
+    # Every reply came through the batches, none from the cache; the sync run sent each on its own.
+    calls = metrics[0]["tokens"]["calls"]
+    assert [m["tokens"]["batch_calls"] for m in metrics] == [calls, 0], metrics
+    assert [m["tokens"]["cached_calls"] for m in metrics] == [0, 0], metrics
+    for figures in metrics:
+        figures["tokens"].pop("batch_calls")
         figures.pop("source")
     assert metrics[0] == metrics[1]
     assert metrics[0]["refinement_rounds"] == 2 and metrics[0]["exe_rate_before_refinement"] < metrics[0]["exe_rate"]

@@ -76,6 +76,10 @@ def test_a_run_through_batch_files_gives_the_synchronous_runs_records(data_dir, 
                 assert ours[key].get(field) == theirs[key].get(field), (stage, key, field)
     metrics = [json.loads((tmp_path / run / "prontoqa" / "metrics.json").read_text()) for run in ("batch", "sync")]
     assert metrics[0]["accuracy"] == metrics[1]["accuracy"] and metrics[0]["exe_rate"] == metrics[1]["exe_rate"]
+    # Each imported reply is a batch call of the run that imported it, not a cached one.
+    tokens = metrics[1]["tokens"]
+    assert tokens["batch_calls"] == tokens["cached_calls"] == 0
+    assert metrics[0]["tokens"] == {**tokens, "batch_calls": tokens["calls"]}
 
 
 def test_bad_batch_options_are_one_line_before_anything_is_written(data_dir, tmp_path):

@@ -74,6 +74,22 @@ def test_max_tokens_total_with_many_in_flight_stops_near_the_cap(data_dir, tmp_p
     assert len(lines(folder / "formulate.jsonl")) == 20
 
 
+def test_the_first_window_waits_for_a_cost_to_go_by(data_dir, tmp_path):
+    """With nothing spent yet, a request's cost is unknown: one goes alone until it is back, so a cap
+    smaller than one request stops the run after it, not after --max-concurrency of them."""
+    folder = tmp_path / "out" / "prontoqa"
+    with FakeOpenAI(ScriptedReplies.from_logic_lm(data_dir / "programs" / PROGRAMS), latency=0.2) as fake:
+        stopped = run(fake, data_dir, tmp_path, "--max-concurrency", "64", "--max-tokens-total", "10")
+        assert stopped.returncode == 4, stopped.stderr
+        assert len(fake.requests) == 1 and len(lines(folder / "formulate.jsonl")) == 1 and fake.peak_in_flight == 1
+        assert "19 of 20 requests not sent" in stopped.stderr.strip().splitlines()[-1]
+        # Once a reply has priced a request, the window opens again: a higher cap sends the rest at once.
+        again = run(fake, data_dir, tmp_path, "--max-concurrency", "64", "--max-tokens-total", "1000000")
+        assert again.returncode == 0, again.stderr
+        assert len(fake.requests) == 20 and asked_once(fake)
+        assert fake.peak_in_flight > 1
+
+
 def test_baseline_takes_the_cap(data_dir, tmp_path):
     folder = tmp_path / "out" / "baseline-cot" / "prontoqa"
     with FakeOpenAI(ScriptedReplies.from_logic_lm(data_dir / "programs" / PROGRAMS)) as fake:
