@@ -24,6 +24,7 @@ FILES = ROOT / "tests" / "data" / "files" / "logicbench"
 NM_PROGRAMS = FILES / "bqa-nm-asp.jsonl"  # our own ASP programs: 3 samples of each non-monotonic pattern
 FOL_PROGRAMS = FILES / "bqa-fol.jsonl"  # our own FOL programs for propositional and first-order patterns
 MCQA_PROGRAMS = FILES / "mcqa-nm-asp.jsonl"  # our own ASP programs: 3 MCQA samples of 7 non-monotonic patterns
+LP_PROGRAMS = FILES / "bqa-lp.jsonl"  # our own LP programs: 4 questions of each of 23 patterns
 
 
 def _datasets() -> Path | None:
@@ -110,13 +111,14 @@ def test_validate_accepts_both_tasks_with_every_split_and_list_describes_them():
         assert done.returncode == 0 and f"{key} eval: {size} problems" in done.stdout and ": ok" in done.stdout, \
             done.stdout + done.stderr
     listed = cli("list").stdout
-    assert re.search(r"logicbench-bqa .* problems=eval:1520 formalisms=fol,asp licence=MIT subsets="
+    assert re.search(r"logicbench-bqa .* problems=eval:1520 formalisms=lp,fol,asp licence=MIT subsets="
                      r"propositional_logic,first_order_logic,nm_logic and 25", listed), listed
     assert re.search(r"logicbench-mcqa .* problems=eval:500 formalisms=asp licence=MIT", listed), listed
 
 
 @pytest.mark.parametrize("prompt, solver, verdicts", [("logicbench-bqa", "fol", ["True", "Unknown"]),
                                                       ("logicbench-bqa-asp", "asp", ["True", "False"]),
+                                                      ("logicbench-bqa-lp", "lp", ["True", "True"]),
                                                       ("logicbench-mcqa", "asp", ["C", "B"])])
 def test_every_demonstration_is_checked_by_its_solver(prompt, solver, verdicts):
     demos = re.findall(r"Program:\n(.*?)\n\n", PromptSet().get(prompt).user, re.S)
@@ -198,3 +200,28 @@ def test_our_asp_programs_pick_the_gold_choice_of_mcqa_nm_samples(tmp_path):
                                                  "default_reasoning_open", "default_reasoning_several",
                                                  "reasoning_about_exceptions_1", "reasoning_about_exceptions_2",
                                                  "reasoning_about_exceptions_3")}
+
+
+PATTERNS = {"propositional_logic": ("bidirectional_dilemma", "commutation", "constructive_dilemma", "destructive_dilemma",
+                                    "disjunctive_syllogism", "hypothetical_syllogism", "material_implication",
+                                    "modus_tollens"),
+            "first_order_logic": ("bidirectional_dilemma", "constructive_dilemma", "destructive_dilemma",
+                                  "disjunctive_syllogism", "existential_generalization", "hypothetical_syllogism",
+                                  "modus_ponens", "modus_tollens", "universal_instantiation"),
+            # LP states no count and no "exactly one of": reasoning_about_exceptions_1 and _2 are left out.
+            "nm_logic": ("default_reasoning_default", "default_reasoning_irr", "default_reasoning_open",
+                         "default_reasoning_several", "reasoning_about_exceptions_3", "reasoning_about_priority")}
+
+
+def test_our_lp_programs_get_the_gold_answers_of_every_pattern_they_cover(tmp_path):
+    """`--formalism lp` (prompt logicbench-bqa-lp) with the scripted server: contrapositives, disjunctions
+    as two rules and defaults with explicit exceptions, 4 questions of each of 23 patterns, all right."""
+    metrics = replay(tmp_path, LP_PROGRAMS, "logicbench-bqa", "--formalism", "lp")
+    assert (metrics["total"], metrics["executed"], metrics["correct"]) == (92, 92, 92)
+    assert {k: v["total"] for k, v in metrics["by_logic"].items()} == {
+        "first_order_logic": 36, "nm_logic": 24, "propositional_logic": 32}
+    assert sorted(metrics["by_pattern"]) == sorted(f"{logic}/{p}" for logic, names in PATTERNS.items() for p in names)
+    assert all(v["correct"] == v["total"] == 4 for v in metrics["by_pattern"].values())
+    run = json.loads((tmp_path / "run" / "logicbench-bqa" / "run.json").read_text())
+    assert "logicbench-bqa-lp" in json.dumps(run), "the LP prompt formulated the programs"
+
