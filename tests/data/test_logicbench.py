@@ -25,6 +25,7 @@ NM_PROGRAMS = FILES / "bqa-nm-asp.jsonl"  # our own ASP programs: 3 samples of e
 FOL_PROGRAMS = FILES / "bqa-fol.jsonl"  # our own FOL programs for propositional and first-order patterns
 MCQA_PROGRAMS = FILES / "mcqa-nm-asp.jsonl"  # our own ASP programs: 3 MCQA samples of 7 non-monotonic patterns
 LP_PROGRAMS = FILES / "bqa-lp.jsonl"  # our own LP programs: 4 questions of each of 23 patterns
+PF_ASP_PROGRAMS = FILES / "bqa-pf-asp.jsonl"  # our own ASP programs: 4 questions of each of 17 patterns (prop, FOL)
 
 
 def _datasets() -> Path | None:
@@ -117,7 +118,7 @@ def test_validate_accepts_both_tasks_with_every_split_and_list_describes_them():
 
 
 @pytest.mark.parametrize("prompt, solver, verdicts", [("logicbench-bqa", "fol", ["True", "Unknown"]),
-                                                      ("logicbench-bqa-asp", "asp", ["True", "False"]),
+                                                      ("logicbench-bqa-asp", "asp", ["True", "False", "True"]),
                                                       ("logicbench-bqa-lp", "lp", ["True", "True"]),
                                                       ("logicbench-mcqa", "asp", ["C", "B"])])
 def test_every_demonstration_is_checked_by_its_solver(prompt, solver, verdicts):
@@ -225,3 +226,13 @@ def test_our_lp_programs_get_the_gold_answers_of_every_pattern_they_cover(tmp_pa
     run = json.loads((tmp_path / "run" / "logicbench-bqa" / "run.json").read_text())
     assert "logicbench-bqa-lp" in json.dumps(run), "the LP prompt formulated the programs"
 
+
+def test_our_asp_programs_get_the_gold_answers_of_propositional_and_first_order_patterns(tmp_path):
+    """The open-world part of logicbench-bqa-asp: each statement holds or not, each if-then and or a
+    constraint; 4 questions of each of the 17 propositional and first-order patterns, all right."""
+    metrics = replay(tmp_path, PF_ASP_PROGRAMS, "logicbench-bqa", "--formalism", "asp")
+    assert (metrics["total"], metrics["executed"], metrics["correct"]) == (68, 68, 68)
+    assert {k: v["total"] for k, v in metrics["by_logic"].items()} == {"first_order_logic": 36, "propositional_logic": 32}
+    expected = [f"{logic}/{p}" for logic in ("propositional_logic", "first_order_logic") for p in PATTERNS[logic]]
+    assert sorted(metrics["by_pattern"]) == sorted(expected)
+    assert all(v["correct"] == v["total"] == 4 for v in metrics["by_pattern"].values())
