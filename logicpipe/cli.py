@@ -435,6 +435,32 @@ def failures(run_dir: Path = typer.Argument(..., help="a run directory (the --ou
 
 
 @app.command()
+def status(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
+           dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="only this dataset"),
+           refresh: bool = typer.Option(False, "--refresh", help="ask the provider for the status of each batch not read yet (read-only)"),
+           base_url: Optional[str] = typer.Option(None, "--base-url", help="the provider's API, for --refresh (default OPENAI_BASE_URL, else OpenAI's)"),
+           llm_timeout: float = typer.Option(30.0, "--llm-timeout", min=0.1, max=3600.0, help="seconds each --refresh request may take"),
+           as_json: bool = typer.Option(False, "--json", help="print JSON (one object per dataset folder) instead of tables")) -> None:
+    """Where a run stands: records per stage, finished or not, and its provider batches (--batch) with
+    those still out. Reads only: it can look at a run that is going on."""
+    from .report import status as report
+
+    refreshing, close = report.provider(base_url, llm_timeout) if refresh else (None, lambda: None)
+    try:
+        folders = report.run_status(run_dir, dataset, refreshing)
+    finally:
+        close()
+    if as_json:
+        import json
+
+        print(json.dumps(report.as_json(folders), indent=1))
+        return
+    from .report.render import render_status
+
+    render_status(stdout, folders)
+
+
+@app.command()
 def export(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
            programs: Path = typer.Option(..., "--programs", help="JSON file to write: the final programs in Logic-LM's format"),
            dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several")) -> None:

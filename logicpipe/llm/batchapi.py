@@ -8,9 +8,12 @@ seconds apart, until each has ended; their output and error files are read into 
 as `--batch-import` reads a file (batchfile.read_replies); and the round then goes on, answered from the
 cache, in the same process.
 
-No request is paid for twice: each batch's id is written to OUT/<dataset>/batches.json as soon as the
-batch is created, and any run into the folder (the same one, or one after a kill) first polls and reads
-the batches recorded there that it has not read yet, and submits only what the cache still cannot answer.
+No request is paid for twice: each batch is written to OUT/<dataset>/batches.json before it is created
+(with its uploaded input file) and again with its id once it is, and any run into the folder (the same
+one, or one after a kill) first polls and reads the batches recorded there that it has not read yet, and
+submits only what the cache still cannot answer. One recorded without an id (a kill while it was being
+created) is looked up among the provider's batches by its input file, and created only if it is not
+there. --overwrite keeps the record (it is what was paid for; the run folder's OUTLIVES_OVERWRITE).
 An expired, cancelled or failed batch so has only its unfinished lines submitted again; a line that
 failed (an error in the error file) is not cached, so it goes in the next batch, up to --max-retries
 times, after which its request gets a typed error record (transient: a re-run asks it again). Batches
@@ -36,10 +39,27 @@ from .request import Completion, Request, api_key, endpoint
 
 RECORD = "batches.json"
 FOLDER = "batches"
+OUTLIVES_OVERWRITE = (RECORD, FOLDER)
+LOOKBACK = 86400.0  # seconds before a batch's upload that a look-up for it goes back in the provider's list
 MAX_REQUESTS = 50_000  # the OpenAI API's limits on one batch's input file
 MAX_BYTES = 200 * 1000 * 1000
 ENDED = ("completed", "expired", "cancelled", "failed")
 FIRST_POLL = 0.2  # seconds before the first look at a new batch; each next waits 1.5 times longer
+
+
+def read_record(folder: Path) -> list[dict]:
+    """The batches recorded in a run's dataset folder (batches.json), oldest first; [] for none."""
+    path = folder / RECORD
+    if not path.exists():
+        return []
+    try:
+        batches = json.loads(path.read_text(encoding="utf-8"))["batches"]
+        if not all(isinstance(b, dict) and "id" in b and "read" in b for b in batches):
+            raise TypeError("not a list of batches")
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"{path}: cannot read it ({type(exc).__name__}); it names the batches submitted "
+                         "(restore it, or remove it to submit what the cache lacks again)") from None
+    return list(batches)
 
 
 class BatchAPI:
@@ -196,13 +216,41 @@ class BatchAPI:
         client = self._openai()
         uploaded = self._call("uploading the batch file", lambda: client.files.create(
             file=(name, data, "application/jsonl"), purpose="batch"))
+        entry = {"id": None, "input_file_id": uploaded.id, "file": f"{FOLDER}/{name}", "model": model,
+                 "lines": len(lines), "created": time.time(), "status": "creating", "read": False}
+        batches.append(entry)
+        self._write(batches)  # before the create: a kill from here on finds the batch by its input file
+        self._start(entry)
+        self._write(batches)
+
+    def _start(self, entry: dict) -> None:
+        """Create the batch of an entry's uploaded input file (once: never retried, see _openai)."""
+        client = self._openai()
         batch = self._call("creating the batch", lambda: client.batches.create(
-            input_file_id=uploaded.id, endpoint=URL, completion_window="24h",
-            metadata={"logicpipe": f"{self.folder.name}/{name}"}), retried=False)
-        batches.append({"id": batch.id, "input_file_id": uploaded.id, "file": f"{FOLDER}/{name}", "model": model,
-                        "lines": len(lines), "created": time.time(), "status": batch.status, "read": False})
-        self._write(batches)  # at once: a kill from here on resumes this batch, never submits it again
+            input_file_id=entry["input_file_id"], endpoint=URL, completion_window="24h",
+            metadata={"logicpipe": f"{self.folder.name}/{entry['file']}"}), retried=False)
+        entry.update(id=batch.id, status=batch.status)
         self.created += 1
+
+    def _found(self, entry: dict) -> None:
+        """An entry recorded without an id (the command was killed while creating its batch): its batch
+        if the provider has one of its input file, listed newest first; else it is created now."""
+        client = self._openai()
+        since = entry["created"] - LOOKBACK
+
+        def look() -> Any:
+            for batch in client.batches.list(limit=100):
+                if batch.input_file_id == entry["input_file_id"]:
+                    return batch
+                if batch.created_at < since:
+                    return None
+            return None
+
+        batch = self._call(f"looking up the batch of {entry['input_file_id']}", look)
+        if batch is None:
+            self._start(entry)
+        else:
+            entry.update(id=batch.id, status=batch.status)
 
     def _finish(self, batches: list[dict]) -> None:
         """Poll the batches not read yet until each has ended (or --batch-timeout), and read each that
@@ -214,6 +262,9 @@ class BatchAPI:
                 return
             client = self._openai()
             for entry in pending:
+                if entry["id"] is None:
+                    self._found(entry)
+                    self._write(batches)
                 batch = self._call(f"polling batch {entry['id']}",
                                    lambda e=entry, c=client: c.batches.retrieve(e["id"]))
                 entry["status"] = batch.status
@@ -254,15 +305,7 @@ class BatchAPI:
                      unfinished=len(wanted) - len(replies) - len(failed))
 
     def _record(self) -> list[dict]:
-        path = self.folder / RECORD
-        if not path.exists():
-            return []
-        try:
-            batches = json.loads(path.read_text(encoding="utf-8"))["batches"]
-        except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise UsageError(f"{path}: cannot read it ({type(exc).__name__}); it names the batches submitted "
-                             "(restore it, or remove it to submit what the cache lacks again)") from None
-        return list(batches)
+        return read_record(self.folder)
 
     def _write(self, batches: list[dict]) -> None:
         path = self.folder / RECORD

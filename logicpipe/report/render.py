@@ -184,3 +184,30 @@ def verdict_lines(record: SolveRecord) -> list[str]:
 
 def _plain(console: Console, text: str) -> None:
     console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def render_status(console: Console, folders: list) -> None:
+    """`logicpipe status`: a line per dataset folder, then a table of its batches, then what is pending."""
+    import time
+
+    for folder in folders:
+        stages = ", ".join(f"{stage} {count}" for stage, count in folder.stages.items()) or "no records yet"
+        done = (f"finished, accuracy {folder.accuracy:.2f}%" if folder.finished and folder.accuracy is not None
+                else "finished" if folder.finished else "not finished")
+        _plain(console, f"{folder.path}: {folder.problems} problems with records ({stages}); {done}")
+        for warning in folder.warnings:
+            _plain(console, f"warning: {warning}")
+        if not folder.batches:
+            continue
+        table = Table(title=f"{len(folder.batches)} batches, {len(folder.pending)} not read yet")
+        for column in ("batch", "status", "lines", "submitted", "replies stored", "failed", "never ran"):
+            table.add_column(column, justify="right" if column in ("lines", "replies stored", "failed", "never ran")
+                             else "left")
+        for batch in folder.batches:
+            when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(batch.created)) if batch.created else "?"
+            numbers = [str(n) if n is not None else "-" for n in (batch.stored, batch.failed, batch.unfinished)]
+            table.add_row(batch.id or "(being created)", batch.status, str(batch.lines), when, *numbers)
+        console.print(table)
+        if folder.pending:
+            _plain(console, f"{len(folder.pending)} batches not read yet: re-run the command that made them to "
+                   "go on polling and read them (nothing is submitted twice)")

@@ -63,10 +63,10 @@ class DirectoryLock:
             self._fd = None
 
 
-def clear(folder: Path) -> None:
-    """--overwrite: remove what an earlier run wrote in this folder (not the lock)."""
+def clear(folder: Path, keep: tuple[str, ...] = ()) -> None:
+    """--overwrite: remove what an earlier run wrote in this folder (not the lock, nor the names `keep`)."""
     for entry in folder.iterdir() if folder.is_dir() else []:
-        if entry.name == LOCK_FILE:
+        if entry.name == LOCK_FILE or entry.name in keep:
             continue
         if entry.is_dir():
             shutil.rmtree(entry)
@@ -115,9 +115,12 @@ def allowed_errors(max_errors: str, total: int) -> int:
 
 class RunFolder:
     def __init__(self, path: Path, *, overwrite: bool = False, allowed_errors: int = 0,
-                 warnings: list[str] | None = None, only: Set[str] | None = None, lazy: bool = False):
+                 warnings: list[str] | None = None, only: Set[str] | None = None, lazy: bool = False,
+                 keep: tuple[str, ...] = ()):
+        """`keep`: what --overwrite leaves (a record of what was paid for, such as --batch's batches)."""
         self.path = path
         self.overwrite = overwrite
+        self.keep = keep
         # Given, the folder is only shown (view, failures): malformed lines are skipped with a warning and
         # unknown fields kept, where a run needs every record it resumes from.
         self.warnings = warnings
@@ -136,7 +139,7 @@ class RunFolder:
         self._lock.__enter__()
         try:
             if self.overwrite:
-                clear(self.path)
+                clear(self.path, self.keep)
         except BaseException:
             self._lock.__exit__()
             raise

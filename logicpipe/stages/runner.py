@@ -161,8 +161,10 @@ def open_context(config: RunConfig, stages: list[str], progress: Progress = quie
     problems = problem_set(config)
     prompts = PromptSet(config.prompts)
     _check(config, stages, problems, prompts, task)
+    from ..llm.batchapi import OUTLIVES_OVERWRITE
+
     folder = RunFolder(config.out / task.dataset, overwrite=config.overwrite,
-                       allowed_errors=config.error_budget(len(problems)))
+                       allowed_errors=config.error_budget(len(problems)), keep=OUTLIVES_OVERWRITE)
     ctx = RunContext(config, task, folder, prompts, folder.budget, progress, gate=gate)
     return ctx, problems
 

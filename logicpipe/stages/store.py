@@ -171,7 +171,8 @@ def stage_dirs(run_dir: Path, dataset: str | None = None) -> list[Path]:
 
 
 def _is_stage_dir(folder: Path) -> bool:
-    return (folder / METRICS_FILE).exists() or any(folder.glob("*.jsonl"))
+    # run.json alone: a run that wrote no record yet (its first round still out in a provider's batch)
+    return (folder / METRICS_FILE).exists() or (folder / RUN_FILE).exists() or any(folder.glob("*.jsonl"))
 
 
 def _dataset_key(name: str) -> str:

@@ -55,12 +55,14 @@ class FakeOpenAI:
     once."""
 
     def __init__(self, reply: Callable[[dict], str], latency: float = 0.0, port: int = 0,
-                 max_in_flight: int | None = None, batch_delay: float = 0.5):
+                 max_in_flight: int | None = None, batch_delay: float = 0.5, create_delay: float = 0.0):
         self.reply = reply
         # The batch API (/v1/files, /v1/batches): a batch goes validating -> in_progress -> finalizing ->
         # completed over batch_delay seconds, each line answered by `reply` (routed on its custom_id's
         # problem and purpose); `batches` holds every batch created, in order, with its lines' custom_ids.
         self.batch_delay = batch_delay
+        self.create_delay = create_delay  # seconds between creating a batch and saying so (a kill's window)
+        self.create_errors = 0  # the next this many batch creates get a 500 and create nothing
         self.batches: list[dict] = []
         self.files: dict[str, bytes] = {}
         self.line_errors: dict[str, int] = {}  # problem id -> how many of its next batch lines fail
@@ -116,6 +118,20 @@ class FakeOpenAI:
                                  "started": time.monotonic(),
                                  "fate": self.batch_fates.popleft() if self.batch_fates else "completed"})
             return dict(batch)
+
+    def _listed(self, query: str) -> dict:
+        """GET /v1/batches: the batches newest first, `limit` a page, after the id `after`."""
+        from urllib.parse import parse_qs
+
+        asked = parse_qs(query)
+        limit = int(asked.get("limit", ["20"])[0])
+        with self._lock:
+            ids = [entry["batch"]["id"] for entry in reversed(self.batches)]
+        after = asked.get("after", [None])[0]
+        start = ids.index(after) + 1 if after in ids else 0
+        page = [batch for identifier in ids[start:start + limit] if (batch := self._batch(identifier)) is not None]
+        return {"object": "list", "data": page, "first_id": page[0]["id"] if page else None,
+                "last_id": page[-1]["id"] if page else None, "has_more": start + limit < len(ids)}
 
     def _batch(self, identifier: str, cancel: bool = False) -> dict | None:
         """The batch's state now: its status advances with the time since it was created; once it ends,
@@ -260,6 +276,9 @@ class FakeOpenAI:
                     if data is not None:
                         self._send(200, data)
                         return
+                elif path == "/v1/batches":
+                    self._send(200, json.dumps(fake._listed(self.path.partition("?")[2])).encode())
+                    return
                 elif path.startswith("/v1/batches/") and len(parts) == 4:
                     batch = fake._batch(parts[3])
                     if batch is not None:
@@ -289,7 +308,13 @@ class FakeOpenAI:
                                                 "purpose": "batch", "status": "processed"}).encode())
                     return
                 if path == "/v1/batches":
+                    with fake._lock:
+                        refused, fake.create_errors = fake.create_errors > 0, max(0, fake.create_errors - 1)
+                    if refused:
+                        self._send(500, b'{"error": {"message": "injected create error", "type": "server_error"}}')
+                        return
                     batch = fake._create_batch(json.loads(raw or b"{}"))
+                    time.sleep(fake.create_delay)
                     if batch is None:
                         self._send(400, b'{"error": {"message": "no such input file"}}')
                     else:

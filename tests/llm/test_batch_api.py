@@ -87,9 +87,9 @@ def test_a_run_killed_while_polling_resumes_its_batches_and_submits_none_again(d
                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         record = tmp_path / "run" / "prontoqa" / "batches.json"
         deadline = time.monotonic() + 60
-        while not record.exists() and time.monotonic() < deadline and process.poll() is None:
+        while not created(record) and time.monotonic() < deadline and process.poll() is None:
             time.sleep(0.05)
-        assert record.exists() and process.poll() is None  # created, and still polling
+        assert created(record) and process.poll() is None  # created, and still polling
         process.send_signal(signal.SIGKILL)
         process.wait(timeout=30)
         assert len(fake.batches) == 1 and fake.batches[0]["batch"]["status"] != "completed"
@@ -99,6 +99,50 @@ def test_a_run_killed_while_polling_resumes_its_batches_and_submits_none_again(d
         assert len(fake.requests) == 0
     done = records(tmp_path / "run" / "prontoqa", "formulate")
     assert len(done) == 12 and all(r["error"] is None for r in done.values())
+
+
+def created(record):
+    """Whether batches.json names a batch by its id (it is recorded before, without one)."""
+    try:
+        return any(b["id"] for b in json.loads(record.read_text())["batches"])
+    except (OSError, ValueError):
+        return False
+
+
+def test_a_kill_while_a_batch_is_created_finds_it_by_its_input_file(data_dir, tmp_path):
+    """Killed after the provider created the batch and before its id was written: the re-run looks it
+    up by its input file and polls it; none is created twice."""
+    with FakeOpenAI(replies(data_dir), batch_delay=0.5, create_delay=30) as fake:
+        args = [*common(data_dir, fake, tmp_path, "run"), "--batch", "--batch-poll", "0.2"]
+        process = subprocess.Popen([sys.executable, "-m", "logicpipe", *args], cwd=ROOT, env=dict(os.environ),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not fake.batches and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGKILL)
+        process.wait(timeout=30)
+        record = tmp_path / "run" / "prontoqa" / "batches.json"
+        assert len(fake.batches) == 1 and not created(record)  # made by the provider, its id unknown here
+        fake.create_delay = 0
+        again = cli(*args)
+        assert again.returncode == 0, again.stderr
+        assert len(fake.batches) == 1 and len(fake.requests) == 0
+        assert [b["id"] for b in json.loads(record.read_text())["batches"]] == [fake.batches[0]["batch"]["id"]]
+    assert len(records(tmp_path / "run" / "prontoqa", "formulate")) == 12
+
+
+def test_a_create_that_failed_is_made_from_the_uploaded_file_on_the_re_run(data_dir, tmp_path):
+    with FakeOpenAI(replies(data_dir, ), batch_delay=0.2) as fake:
+        fake.create_errors = 1
+        args = [*common(data_dir, fake, tmp_path, "run", limit=3), "--batch", "--batch-poll", "0.2"]
+        failed = cli(*args)
+        assert failed.returncode != 0 and "creating the batch: HTTP 500" in failed.stderr, failed.stderr
+        assert not fake.batches and len(fake.files) == 1
+        again = cli(*args)
+        assert again.returncode == 0, again.stderr
+        # Not uploaded again: the batch is made from the file the first command uploaded.
+        assert len(fake.batches) == 1 and len(fake.files) == 2 and fake.batches[0]["batch"]["input_file_id"] == "file-1"
+    assert len(records(tmp_path / "run" / "prontoqa", "interpret")) == 3
 
 
 def test_a_failed_line_goes_in_the_next_batch_and_an_expired_batch_resubmits_its_unfinished_lines(data_dir, tmp_path):
@@ -158,6 +202,20 @@ def test_batches_running_at_the_timeout_stop_the_run_and_a_re_run_polls_them(dat
         assert "3 of 3 requests not sent; finished records are kept" in late.stderr
         fake.batch_delay = 0.1  # the provider finishes it meanwhile
         again = cli(*args)
+        assert again.returncode == 0, again.stderr
+        assert len(fake.batches) == 1 and len(fake.requests) == 0
+    assert len(records(tmp_path / "run" / "prontoqa", "interpret")) == 3
+
+
+def test_overwrite_keeps_the_batches_it_paid_for(data_dir, tmp_path):
+    """--overwrite starts the records afresh but not the batches: one still running is polled by the
+    next run, not submitted again."""
+    with FakeOpenAI(replies(data_dir), batch_delay=60) as fake:
+        args = [*common(data_dir, fake, tmp_path, "run", limit=3), "--batch", "--batch-poll", "0.2"]
+        late = cli(*args, "--batch-timeout", "1")
+        assert late.returncode == 4, late.stderr
+        fake.batch_delay = 0.1
+        again = cli(*args, "--overwrite")
         assert again.returncode == 0, again.stderr
         assert len(fake.batches) == 1 and len(fake.requests) == 0
     assert len(records(tmp_path / "run" / "prontoqa", "interpret")) == 3
