@@ -20,7 +20,7 @@ from logicpipe.solvers import execute_task
 from tests.conftest import ROOT, cli
 from tests.testing.test_serve_scripted import start, stop
 
-FILES = ROOT / "tests" / "data" / "files" / "logicbench"
+FILES = ROOT / "logicpipe" / "data" / "logicbench_programs"  # our own programs (`reproduce` replays them too)
 NM_PROGRAMS = FILES / "bqa-nm-asp.jsonl"  # our own ASP programs: 3 samples of each non-monotonic pattern
 FOL_PROGRAMS = FILES / "bqa-fol.jsonl"  # our own FOL programs for propositional and first-order patterns
 MCQA_PROGRAMS = FILES / "mcqa-nm-asp.jsonl"  # our own ASP programs: 3 MCQA samples of 7 non-monotonic patterns

@@ -1,11 +1,31 @@
 import json
+import os
 from pathlib import Path
 
 import pytest
 
-from logicpipe.report.reproduce import paper, reproduce
+from logicpipe.report.reproduce import LOGICBENCH_PROGRAMS, paper, reproduce
+from tests.conftest import ROOT, cli
 
 FLOORS = json.loads((Path(__file__).parent.parent / "golden" / "replay_floors.json").read_text())
+
+
+def _datasets() -> Path | None:
+    """LogicBench's files, which reproduce's LogicBench table replays our programs against."""
+    for chosen in (os.environ.get("LOGICPIPE_DATASETS"), str(ROOT.parent / "shared" / "datasets")):
+        if chosen and (Path(chosen) / "logicbench-eval").is_dir():
+            return Path(chosen)
+    return None
+
+
+DATASETS = _datasets()
+pytestmark = pytest.mark.skipif(DATASETS is None, reason="LogicBench not found: set LOGICPIPE_DATASETS to a "
+                                "folder holding logicbench-eval/ (the Makefile uses ../shared/datasets)")
+
+
+@pytest.fixture(autouse=True)
+def _datasets_env(monkeypatch):
+    monkeypatch.setenv("LOGICPIPE_DATASETS", str(DATASETS))
 
 
 def test_reproduce_writes_both_tables_and_the_chart(data_dir, tmp_path):
@@ -65,3 +85,30 @@ def test_table2_baselines_come_from_a_configured_model(data_dir, tmp_path):
     table = {r["dataset"]: r for r in json.loads((tmp_path / "table2.json").read_text())}
     assert table["folio"]["standard"] == 100.0 and table["folio"]["paper_standard"] == 69.11
     assert table["folio"]["diff_cot"] == round(100.0 - 70.58, 2)
+
+
+def test_the_logicbench_table_replays_our_programs_and_counts_every_question_without_one(data_dir, tmp_path):
+    """Through the CLI (`--limit` cuts the Logic-LM replays only): one row per programs file and logic type,
+    each run over every question of the type; the figures are docs/reproduce.md's."""
+    done = cli("reproduce", "--out", str(tmp_path), "--limit", "1", "--data-dir", str(data_dir), timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert "replaying LogicBench logicbench-bqa nm_logic through lp: bqa-lp.jsonl" in done.stderr
+    rows = json.loads((tmp_path / "logicbench.json").read_text())
+    assert "| logicbench-bqa | nm_logic | lp | bqa-lp.jsonl | 6 of 8 | 440 | 24 | 416 |" in \
+        (tmp_path / "logicbench.md").read_text()
+    sizes = {"propositional_logic": 560, "first_order_logic": 520, "nm_logic": 440}
+    for row in rows:
+        written = [line for line in (LOGICBENCH_PROGRAMS / row["programs"]).read_text().splitlines()
+                   if f'"id": "{row["logic"]}/' in line]
+        run_dir = tmp_path / "replay" / "logicbench" / Path(row["programs"]).stem / row["logic"] / row["task"]
+        evaluated = [json.loads(line) for line in (run_dir / "evaluate.jsonl").read_text().splitlines()]
+        missing = sum((r["error"] or {}).get("category") == "no_program" for r in evaluated)
+        # Every question of the type is in the run; those we wrote no program for are typed records.
+        assert row["questions"] == len(evaluated) == (sizes[row["logic"]] if row["task"] == "logicbench-bqa" else 160)
+        assert (row["with_program"], row["no_program"]) == (len(written), missing) == (len(written),
+                                                                                        row["questions"] - len(written))
+        assert row["executed"] == row["correct"] == len(written), row
+    from tests.docs.test_figures import docs_figures
+
+    assert docs_figures().figures(tmp_path)["logicbench"] == json.loads(docs_figures().GOLDEN.read_text())["logicbench"], \
+        "a replay no longer gives docs/reproduce.md's LogicBench table: run make reproduce, then scripts/docs_figures.py"
