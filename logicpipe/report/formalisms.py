@@ -13,8 +13,9 @@ from ..core.records import ErrorCategory
 from ..data.registry import solver_name
 from ..prompts import PromptSet
 from ..solvers.registry import names as solver_names
-from ..stages import Progress, RunConfig, run
+from ..stages import Progress, RunConfig
 from ..stages.context import quiet
+from ..stages.runner import PIPELINE, run_stages
 from ..stages.store import read_recorded
 
 # A problem's latest program "parsed" unless it failed to parse, or there was none to parse.
@@ -61,10 +62,18 @@ def configs(config: RunConfig, formalisms: list[str]) -> list[RunConfig]:
 
 
 def compare(config: RunConfig, formalisms: list[str], progress: Progress = quiet) -> list[Row]:
-    """Run (or resume) each formalism's run, then read each folder back into a row."""
+    """Run (or resume) each formalism's run, then read each folder back into a row. A spending cap
+    (--max-cost, --max-tokens-total) is over the whole command: one ledger, OUT/spent.json."""
     runs = configs(config, formalisms)
+    gate = None
+    if config.capped:
+        from ..optimize.calls import Budget
+
+        if config.overwrite:  # the runs start afresh, and so does what they spent
+            (config.out / Budget.LEDGER).unlink(missing_ok=True)
+        gate = Budget(config, folder=config.out)
     for each in runs:
-        run(each, progress)
+        run_stages(each, list(PIPELINE), progress, gate)
     return [read_row(each.formalism or "", each.stage_dir) for each in runs]
 
 

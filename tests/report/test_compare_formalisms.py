@@ -78,3 +78,33 @@ def test_compare_refuses_a_formalism_without_a_prompt_before_any_run(data_dir, t
                         "formalisms with a prompt for it: lp, fol")
     assert misspelt.returncode == 2 and "unknown formalism 'aps' (did you mean 'asp'?)" in misspelt.stderr
     assert not any(tmp_path.iterdir())
+
+
+def test_a_spending_cap_is_over_the_whole_compare_command(data_dir, tmp_path):
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(IDS) + "\n")
+
+    def compare(fake, out, *extra):
+        return cli("compare", "-d", "prontoqa", "--formalisms", "lp,asp,fol", "--data-dir", str(data_dir),
+                   "--out", str(out), "--model", "scripted", "--base-url", fake.url, "--ids", str(ids),
+                   "--max-rounds", "0", "--backup", "none", "--llm-cache", str(out) + ".sqlite",
+                   "--max-concurrency", "1", *extra)
+
+    with FakeOpenAI(replies(data_dir)) as fake:
+        free = compare(fake, tmp_path / "free")
+        assert free.returncode == 0, free.stderr
+        tokens = json.loads((tmp_path / "free" / "lp" / "prontoqa" / "metrics.json").read_text())["tokens"]
+        lp = tokens["prompt_tokens"] + tokens["completion_tokens"]
+        fake.requests.clear()
+        out = tmp_path / "capped"
+        # Room for LP's three requests and not much more: the cap stops the command in the next formalism.
+        capped = compare(fake, out, "--max-tokens-total", str(lp + 1))
+        assert capped.returncode == 4, capped.stderr
+        assert f"--max-tokens-total {lp + 1} reached" in capped.stderr
+        assert len(fake.requests) == 4 and json.loads((out / "spent.json").read_text())["sent"] == 4
+        assert len(records(out / "asp" / "prontoqa" / "formulate.jsonl")) == 1
+        assert not (out / "fol" / "prontoqa" / "formulate.jsonl").exists()
+        assert not list(out.glob("*/prontoqa/spent.json"))  # one ledger for the command, not one per run
+        done = compare(fake, out, "--max-tokens-total", "1000000")
+        assert done.returncode == 0, done.stderr
+        assert len(fake.requests) == 9  # the rest, each asked once
