@@ -66,6 +66,8 @@ class BatchReport:
     total: int
     new: int
     errors: int  # records that hold an error
+    # --batch: (batches this command created, batches an earlier command created that this one read)
+    batches: tuple[int, int] | None = None
 
 
 def run_batch(batch: Batch, out: Path, inputs: list[Input], identity: dict[str, Any], client: LLMClient,
@@ -86,6 +88,17 @@ def run_batch(batch: Batch, out: Path, inputs: list[Input], identity: dict[str, 
                       failed=lambda key, exc: batch.error_record(by_id[key], exc, percepts), budget=folder.budget)
         finally:
             client.close()
+            close = getattr(client.gate, "close", None)  # --batch's client of the batch API
+            if close is not None:
+                close()
         stage.finish([item.id for item in inputs])
         records = [stage.done[item.id] for item in inputs if item.id in stage.done]
-    return BatchReport(len(records), len(todo), sum(record.error is not None for record in records))
+    return BatchReport(len(records), len(todo), sum(record.error is not None for record in records),
+                       _batches(client.gate))
+
+
+def _batches(gate: Any) -> tuple[int, int] | None:
+    """--batch (llm/batchapi.py BatchAPI): the batches created and resumed, for the command's summary."""
+    from ..llm.batchapi import BatchAPI
+
+    return (gate.created, gate.resumed) if isinstance(gate, BatchAPI) else None

@@ -163,32 +163,76 @@ _TEMPERATURE = typer.Option(0.0, "--temperature", help="sampling temperature of 
 _MAX_TOKENS = typer.Option(1024, "--max-tokens", help="most tokens in a model reply")
 
 
+_PRICE_PROMPT = typer.Option(None, "--price-prompt", help="price per million prompt tokens")
+_PRICE_COMPLETION = typer.Option(None, "--price-completion", help="price per million completion tokens")
+_MAX_COST = typer.Option(None, "--max-cost", help="send no new model request once this much was spent (needs the "
+                                                  "prices); with --out, counted over the runs into that folder, so a "
+                                                  "re-run with a higher cap finishes the batch")
+_MAX_TOKENS_TOTAL = typer.Option(None, "--max-tokens-total", help="send no new model request once this many tokens "
+                                                                  "(prompt and completion) were used; counted as "
+                                                                  "--max-cost is")
+_BATCH = typer.Option(False, "--batch", help="with --out: send each wave of requests the cache cannot answer through "
+                                             "the provider's batch API (/v1/files, /v1/batches: about half the "
+                                             "price) and wait for it; the batch ids go to batches.json in the "
+                                             "--out folder, so a re-run resumes them")
+_BATCH_SIZE = typer.Option(50_000, "--batch-size", help="most requests in one --batch batch (at most 50000, the "
+                                                        "OpenAI API's limit; a file also stays under 200 MB)")
+_BATCH_TIMEOUT = typer.Option(86400.0, "--batch-timeout", help="seconds a command waits for its --batch batches "
+                                                               "before it stops (a re-run resumes them)")
+_BATCH_POLL = typer.Option(30.0, "--batch-poll", help="most seconds between two looks at a running --batch batch")
+
+
+def _model_options(out: Optional[Path], inputs: str, batched: bool, spend: dict[str, Any]) -> None:
+    """The spending cap and --batch options, checked as `run` checks them (one line each, exit 2) before the
+    KB loads and before anything is written: a cap needs prices, --batch needs a batch and is refused
+    beside a cap, the bounds."""
+    from pydantic import ValidationError
+
+    from ..stages.config import ModelOptions, invalid_options
+
+    if spend.get("batch") and not batched:
+        raise UsageError(f"--batch needs a batch: {inputs} FILE and --out DIR (one input is asked at once)")
+    try:
+        ModelOptions.model_validate({"out": out or Path("."), **spend}, context={"writes": False})
+    except ValidationError as exc:
+        raise invalid_options(exc) from None
+
+
 def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurrency: int,
-            out: Optional[Path] = None, caps: Optional[dict[str, Any]] = None) -> LLMClient:
+            out: Optional[Path] = None, spend: Optional[dict[str, Any]] = None) -> LLMClient:
     """A client for options checked as `run` checks them (ModelOptions: the URL, the cache and the batch
-    folder can be written, the bounds), one line each, before anything is written. `caps` (--max-cost
-    with the prices, --max-tokens-total) put the client behind `run`'s spending cap, its ledger in the
-    batch's folder (none for one input: the cap is then this command's)."""
+    folder can be written, the bounds), one line each, before anything is written. `spend` (--max-cost
+    with the prices, --max-tokens-total) puts the client behind `run`'s spending cap, its ledger in the
+    batch's folder (none for one input: the cap is then this command's); or (--batch and its options)
+    behind the provider's batch API, its batches recorded in the batch's folder (OUT/batches.json)."""
     from pydantic import ValidationError
 
     from ..llm import LLMClient, LLMSettings
+    from ..llm.client import Gate
     from ..stages.config import ModelOptions, invalid_options, writable
 
     try:
         options = ModelOptions.model_validate(
             {"out": out or Path("."), "model": model, "base_url": base_url, "llm_cache": cache,
-             "max_concurrency": concurrency, **(caps or {})}, context={"writes": out is not None})
+             "max_concurrency": concurrency, **(spend or {})}, context={"writes": out is not None})
         if out is None and cache is not None:  # one input writes no folder, but it writes the cache
             writable(cache, folder=False)
     except ValidationError as exc:
         raise invalid_options(exc) from None
     except ValueError as exc:
         raise UsageError(f"invalid option --llm-cache: {exc}") from None
-    gate = None
+    gate: Gate | None = None
     if options.capped:
         from ..optimize.calls import Budget
 
         gate = Budget(options, folder=out, ledger=out is not None)
+    elif options.batch:
+        from ..llm.batchapi import BatchAPI
+
+        assert out is not None  # _model_options: --batch needs a batch's folder
+        gate = BatchAPI(out, options.base_url, options.llm_cache, 1, batch_requests=options.batch_requests,
+                        timeout=options.batch_timeout, poll=options.batch_poll,
+                        request_timeout=options.llm_timeout, retries=options.max_retries)
     return LLMClient(LLMSettings(model=model, base_url=options.base_url, cache_path=options.llm_cache,
                                  max_concurrency=options.max_concurrency), gate=gate)
 
@@ -252,8 +296,19 @@ def _model_fields(model: str, base_url: Optional[str], settings: Settings, promp
 
 def _report(out: Path, report: BatchReport) -> None:
     typer.echo(f"{out}: {report.total} records ({report.new} new, {report.errors} with errors)", err=True)
+    if report.batches is not None:
+        created, resumed = report.batches
+        typer.echo(f"{out}: {created} batches created, {resumed} of an earlier run read (ids in "
+                   f"{out / 'batches.json'})", err=True)
 
 
+def _spend(price_prompt: Optional[float], price_completion: Optional[float], max_cost: Optional[float],
+           max_tokens_total: Optional[int], batch: bool, batch_size: int, batch_timeout: float,
+           batch_poll: float) -> dict[str, Any]:
+    """The ModelOptions fields of the spending cap and of --batch."""
+    return {"price_prompt": price_prompt, "price_completion": price_completion, "max_cost": max_cost,
+            "max_tokens_total": max_tokens_total, "batch": batch, "batch_requests": batch_size,
+            "batch_timeout": batch_timeout, "batch_poll": batch_poll}
 
 
 @kb_app.command()
@@ -269,10 +324,10 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
         depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
         max_solutions: int = _SOLUTIONS, percept: list[str] = _PERCEPT,
         percepts: Optional[Path] = _PERCEPTS_FILE, allow: list[str] = _ALLOW,
-        price_prompt: Optional[float] = typer.Option(None, "--price-prompt", help="price per million prompt tokens"),
-        price_completion: Optional[float] = typer.Option(None, "--price-completion", help="price per million completion tokens"),
-        max_cost: Optional[float] = typer.Option(None, "--max-cost", help="send no new model request once this much was spent (needs the prices); with --out, counted over the runs into that folder, so a re-run with a higher cap finishes the batch"),
-        max_tokens_total: Optional[int] = typer.Option(None, "--max-tokens-total", help="send no new model request once this many tokens (prompt and completion) were used; counted as --max-cost is")) -> None:
+        price_prompt: Optional[float] = _PRICE_PROMPT, price_completion: Optional[float] = _PRICE_COMPLETION,
+        max_cost: Optional[float] = _MAX_COST, max_tokens_total: Optional[int] = _MAX_TOKENS_TOTAL,
+        batch_api: bool = _BATCH, batch_size: int = _BATCH_SIZE, batch_timeout: float = _BATCH_TIMEOUT,
+        batch_poll: float = _BATCH_POLL) -> None:
     """Answer questions grounded in the KB: goals, proofs, context, then the model's answer."""
     from .ask import AskRecord, ask_flow, vocabulary
     from .batch import Batch, budget, run_batch
@@ -290,20 +345,12 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
     inputs = read_inputs(questions, "question") if questions is not None else []
     if questions is not None:
         budget(max_errors, len(inputs))  # a bad --max-errors is refused before the KB loads
-    caps = {"price_prompt": price_prompt, "price_completion": price_completion, "max_cost": max_cost,
-            "max_tokens_total": max_tokens_total}
-    if max_cost is not None or max_tokens_total is not None:  # bad caps: one line before the KB loads
-        from pydantic import ValidationError
-
-        from ..stages.config import ModelOptions, invalid_options
-
-        try:
-            ModelOptions.model_validate({"out": Path("."), **caps}, context={"writes": False})
-        except ValidationError as exc:
-            raise invalid_options(exc) from None
+    spend = _spend(price_prompt, price_completion, max_cost, max_tokens_total, batch_api, batch_size, batch_timeout,
+                   batch_poll)
+    _model_options(out, "--questions", questions is not None, spend)  # one line before the KB loads
     with _open(kb, limits, _percepts(percept, percepts), allow) as base:
         words = vocabulary(base)
-        client = _client(model, base_url, llm_cache, max_concurrency, out, caps)
+        client = _client(model, base_url, llm_cache, max_concurrency, out, spend)
 
         def make_flow(item: Input) -> Flow:
             return ask_flow(base, item, settings, context, words, templates)
@@ -340,7 +387,11 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
              temperature: float = _TEMPERATURE, max_tokens: int = _MAX_TOKENS,
              depth: int = _DEPTH, inferences: int = _INFERENCES, time: float = _TIME, memory_mb: int = _MEMORY,
              percept: list[str] = _PERCEPT, percepts: Optional[Path] = _PERCEPTS_FILE,
-             allow: list[str] = _ALLOW) -> None:
+             allow: list[str] = _ALLOW,
+             price_prompt: Optional[float] = _PRICE_PROMPT, price_completion: Optional[float] = _PRICE_COMPLETION,
+             max_cost: Optional[float] = _MAX_COST, max_tokens_total: Optional[int] = _MAX_TOKENS_TOTAL,
+             batch_api: bool = _BATCH, batch_size: int = _BATCH_SIZE, batch_timeout: float = _BATCH_TIMEOUT,
+             batch_poll: float = _BATCH_POLL) -> None:
     """Check an answer claim by claim against the KB; valid only when every claim is true."""
     from .ask import vocabulary
     from .batch import Batch, budget, run_batch
@@ -357,9 +408,12 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
     inputs = read_inputs(answers, "answer") if answers is not None else []
     if answers is not None:
         budget(max_errors, len(inputs))
+    spend = _spend(price_prompt, price_completion, max_cost, max_tokens_total, batch_api, batch_size, batch_timeout,
+                   batch_poll)
+    _model_options(out, "--answers", answers is not None, spend)  # one line before the KB loads
     with _open(kb, limits, _percepts(percept, percepts), allow) as base:
         words = vocabulary(base)
-        client = _client(model, base_url, llm_cache, max_concurrency, out)
+        client = _client(model, base_url, llm_cache, max_concurrency, out, spend)
 
         def make_flow(item: Input) -> Flow:
             return validate_flow(base, item, settings, words, templates)
