@@ -246,3 +246,21 @@ def test_the_audit_tells_each_kind_of_failure_apart(data_dir, tmp_path, monkeypa
     reasons = {f.id: f.reason for f in flagged}
     assert reasons[dev(1)].startswith("line 4, column 5: unexpected ')'")  # FOLIO_dev_1's annotations parse
     assert reasons[dev(2)].startswith("no_program: ")
+
+
+def test_the_audit_lists_a_gold_program_that_proves_none_of_the_problems_options(data_dir, tmp_path):
+    """A gold program that runs and proves no option of its problem: FOLIO_dev_5's proves Uncertain, and
+    in a data folder of our own its problem is asked as True or False only (a binary copy of FOLIO, as a
+    user may make). FOLIO_dev_4, as released, proves its label and is not listed."""
+    released = {p["id"]: p for p in json.loads((data_dir / "data" / "FOLIO" / "dev.json").read_text())}
+    binary = {**released[dev(5)], "options": ["A) True", "B) False"]}
+    mine = tmp_path / "logic-lm"
+    (mine / "data" / "FOLIO").mkdir(parents=True)
+    (mine / "data" / "FOLIO" / "dev.json").write_text(json.dumps([released[dev(4)], binary]))
+    done = cli("audit", "-d", "folio", "--data-dir", str(mine), "--out", str(tmp_path / "out"), env=ENV)
+    assert done.returncode == 0, done.stderr
+    assert ("of 2 gold programs: 0 do not parse, 0 prove another label, 0 are inconsistent, 0 do not execute, "
+            "1 prove no option") in " ".join(done.stdout.split())
+    flagged = lines(tmp_path / "out" / "gold" / "folio" / "audit.jsonl")
+    assert flagged == {dev(5): {"id": dev(5), "kind": "no_answer", "label": "A", "proved": None,
+                                "reason": "no_answer: verdict 'Unknown' matches no option"}}
