@@ -208,7 +208,7 @@ def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurre
     from pydantic import ValidationError
 
     from ..llm import LLMClient, LLMSettings
-    from ..llm.client import Gate
+    from ..llm.gate import Gate
     from ..stages.config import ModelOptions, invalid_options, writable
 
     try:
@@ -223,7 +223,7 @@ def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurre
         raise UsageError(f"invalid option --llm-cache: {exc}") from None
     gate: Gate | None = None
     if options.capped:
-        from ..optimize.calls import Budget
+        from ..llm.budget import Budget
 
         gate = Budget(options, folder=out, ledger=out is not None)
     elif options.batch:

@@ -134,6 +134,9 @@ class BatchAPI:
     def charge(self, result: Completion | LLMError) -> None:
         pass
 
+    def cancelled(self) -> None:
+        pass
+
     def open(self) -> bool:
         return False  # every request admitted is answered by the cache or by its failure
 

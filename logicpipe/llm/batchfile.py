@@ -89,6 +89,9 @@ class BatchExport:
     def charge(self, result: Completion | LLMError) -> None:
         pass
 
+    def cancelled(self) -> None:
+        pass
+
     def open(self) -> bool:
         return False  # every request it admitted is in the cache
 

@@ -18,7 +18,7 @@ from collections import deque
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError
 
@@ -26,6 +26,7 @@ from ..core.errors import BudgetSpent, LLMError
 from ..core.jsonl import LONE_SURROGATE, MAX_RECORD_BYTES
 from .cache import Cache, CachedReply
 from .declared import MAX_PHASES
+from .gate import Gate
 from .request import Completion, Request, Totals, api_key, endpoint
 
 # Worth another try: the server may be busy, restarting or briefly out of capacity.
@@ -234,44 +235,6 @@ class Held(Exception):
     """The spending cap (the gate's `open`) held a request back before it was sent: it has no result."""
 
 
-class Gate(Protocol):
-    """What a run's model requests may be sent: a spending cap (optimize/calls.py Budget: --max-calls,
-    --max-cost, --max-tokens-total), a batch file (llm/batchfile.py BatchExport: --batch-export) or a
-    provider's batch API (llm/batchapi.py BatchAPI: --batch)."""
-
-    def admit(self, model: str, requests: list[Request]) -> list[Request]:
-        """The requests that may be sent now (those already cached cost nothing); if fewer than all,
-        the sender stops the run once they are back."""
-        ...
-
-    def failure(self, key: str) -> LLMError | None:
-        """The error of a request (by cache key) the gate admitted and that failed for good where the
-        gate had it answered (a provider's batch); None for any other."""
-        ...
-
-    def batched(self, source: str) -> bool:
-        """Whether a cached reply stored from the batch `source` (a batch id, an output file) was paid
-        for by this run's batches: it is then counted as a batch call, not as a cached one."""
-        ...
-
-    def charge(self, result: Completion | LLMError) -> None:
-        ...
-
-    def open(self) -> bool | None:
-        """Whether one more request the cache cannot answer may be sent now (asked just before each):
-        False stops the run between requests, once those in flight are back; None: not yet, ask again
-        once a request in flight has been charged (a cap that has no cost per request to go by yet)."""
-        ...
-
-    def spent(self) -> str | None:
-        """Why nothing more may be sent (the cap reached and what was spent), or None."""
-        ...
-
-    def resume(self) -> str:
-        """What a user does to finish what was held back."""
-        ...
-
-
 class LLMClient:
     def __init__(self, settings: LLMSettings, pace: Pace | None = None, gate: Gate | None = None):
         self.settings = settings
@@ -435,8 +398,8 @@ class LLMClient:
                 await asyncio.sleep(self._delay(attempt, retry_after))
                 attempt += 1
         except asyncio.CancelledError:
-            if opened and self.gate is not None:  # sent, maybe paid for: the cap counts it, and waits no more
-                self.gate.charge(LLMError("cancelled while in flight", transient=True))
+            if opened and self.gate is not None:  # it will never be charged: the gate waits for it no more
+                self.gate.cancelled()
             raise
         finally:
             if placed:  # a fatal status, given up, or cancelled

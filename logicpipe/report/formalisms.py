@@ -67,7 +67,7 @@ def compare(config: RunConfig, formalisms: list[str], progress: Progress = quiet
     runs = configs(config, formalisms)
     gate = None
     if config.capped:
-        from ..optimize.calls import Budget
+        from ..llm.budget import Budget
 
         if config.overwrite:  # the runs start afresh, and so does what they spent
             (config.out / Budget.LEDGER).unlink(missing_ok=True)

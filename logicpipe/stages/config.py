@@ -92,7 +92,7 @@ class ModelOptions(BaseModel):
     llm_cache: Path | None = None
     price_prompt: float | None = Field(default=None, ge=0, le=1e6)
     price_completion: float | None = Field(default=None, ge=0, le=1e6)
-    # The spending cap (optimize/calls.py Budget, the one gate): no new request once this much was spent
+    # The spending cap (llm/budget.py Budget, the one gate): no new request once this much was spent
     # (at the prices) or this many tokens were used, counted over the runs into the same folder.
     max_cost: float | None = Field(default=None, ge=0)
     max_tokens_total: int | None = Field(default=None, ge=0)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 from ..core.task import Task
 from ..core.trajectory import Trajectory
-from ..llm.client import Gate
+from ..llm.gate import Gate
 from ..prompts import PromptSet
 from ..run.folder import ErrorBudget, RunFolder
 from .config import RunConfig

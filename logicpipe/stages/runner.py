@@ -249,7 +249,7 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
         if ctx.gate is None and ctx.config.capped:
             # --max-cost, --max-tokens-total: the optimiser's gate, its ledger in this folder (made after
             # --overwrite cleared it, so a fresh run starts from nothing spent).
-            from ..optimize.calls import Budget
+            from ..llm.budget import Budget
 
             ctx.gate = Budget(ctx.config, folder=ctx.store.path)
         if ctx.gate is None and ctx.config.batch_export is not None:

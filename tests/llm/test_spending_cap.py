@@ -1,6 +1,6 @@
 """--max-cost and --max-tokens-total on run, baseline and kb ask, through the CLI against the scripted
 server: the run stops between requests with what arrived written and says what was left; a re-run
-with a higher cap finishes it without asking the server anything twice (optimize/calls.py Budget)."""
+with a higher cap finishes it without asking the server anything twice (llm/budget.py Budget)."""
 
 import json
 from collections import Counter
