@@ -15,6 +15,7 @@ from .. import __version__
 from ..core.errors import UsageError
 from ..core.records import Record, stage_error
 from ..llm import LLMClient
+from ..llm.batchapi import OUTLIVES_OVERWRITE
 from ..run.folder import RunFolder, allowed_errors
 from .flow import Flow, Input, KBRecord, run_flows
 from .knowledge import kb_files
@@ -78,7 +79,7 @@ def run_batch(batch: Batch, out: Path, inputs: list[Input], identity: dict[str, 
     input's proofs see (the KB's, from --percept and --percepts)."""
     allowed = budget(max_errors, len(inputs))
     wanted = {**identity, "logicpipe": __version__}
-    with RunFolder(out, overwrite=overwrite, allowed_errors=allowed) as folder:
+    with RunFolder(out, overwrite=overwrite, allowed_errors=allowed, keep=OUTLIVES_OVERWRITE) as folder:
         folder.settle(wanted)
         stage = folder.file(batch.stage, batch.model)
         todo = [item for item in inputs if not batch.done(stage.done.get(item.id), item, percepts)]

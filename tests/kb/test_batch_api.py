@@ -156,7 +156,8 @@ def test_batch_size_splits_a_wave_and_a_timeout_stops_with_records_kept(kbcli, t
         assert "--batch: 1 batches still running after --batch-timeout 1 s" in late.stderr
         assert "5 of 5 requests not sent; finished records are kept" in late.stderr
         server.batch_delay = 0.1
-        again = kbcli(*args)
+        # --overwrite starts the records afresh, not the batches: the running one is polled, not sent again.
+        again = kbcli(*args, "--overwrite")
         assert again.returncode == 0, again.stderr
         assert [len(b["custom_ids"]) for b in server.batches[before:]] == [5, 5] and not server.requests
     assert [r["id"] for r in records(tmp_path / "late")] == ids
