@@ -484,7 +484,8 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
               base_url: Optional[str] = BASE_URL,
               max_concurrency: int = MAX_CONCURRENCY,
               overwrite: bool = typer.Option(False, "--overwrite", help="discard the earlier replays in OUT and start afresh (needed to change --limit)")) -> None:
-    """Replay every released Logic-LM program file; write table3/table2 (.md, .csv, .json) and accuracy.png."""
+    """Replay every released Logic-LM program file and our own LogicBench programs; write table3, table2 and
+    logicbench (.md, .csv, .json) and accuracy.png."""
     from .report.reproduce import reproduce as reproduce_all
 
     # The dataset is replaced per baseline run; RunConfig's defaults are the run options' defaults.
@@ -497,7 +498,7 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
     with bar:
         result = reproduce_all(out, data_dir, workers, update, llm=llm, limit=limit, label=label,
                                overwrite=overwrite)
-    for table in ("table3.md", "table2.md"):
+    for table in ("table3.md", "table2.md", "logicbench.md"):
         stdout.print((out / table).read_text(), markup=False, highlight=False, soft_wrap=True)
     stdout.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "
                  f"tables and chart in {out}")

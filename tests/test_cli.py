@@ -162,7 +162,7 @@ def test_reproduce_offline_without_data_is_one_line_and_keeps_the_tables(tmp_pat
     assert [p.name for p in out.iterdir()] == ["table3.md"] and (out / "table3.md").read_text() == "earlier table\n"
 
 
-def test_reproduce_labels_each_file_and_prints_both_tables(data_dir, tmp_path):
+def test_reproduce_labels_each_file_and_prints_the_tables(data_dir, tmp_path):
     done = cli("reproduce", "--out", str(tmp_path), "--limit", "2", "--data-dir", str(data_dir), "--workers", "2")
     assert done.returncode == 0, done.stderr
     assert "replaying ProntoQA, gpt-4: file 1 of 10 (ProntoQA_dev_gpt-4.json)" in done.stderr
@@ -171,6 +171,7 @@ def test_reproduce_labels_each_file_and_prints_both_tables(data_dir, tmp_path):
     # Table rows stay whole lines however narrow the terminal (the output is meant to be redirected).
     table3 = (tmp_path / "table3.md").read_text()
     assert table3 in done.stdout and (tmp_path / "table2.md").read_text() in done.stdout
+    assert (tmp_path / "logicbench.md").read_text() in done.stdout
     assert "| dataset | model | total | exe_rate_logiclm | paper_exe_rate | diff_exe_rate | exe_acc_logiclm |" in table3
 
 
