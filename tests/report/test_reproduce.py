@@ -1,31 +1,18 @@
 import json
-import os
 from pathlib import Path
 
 import pytest
 
 from logicpipe.report.reproduce import LOGICBENCH_PROGRAMS, paper, reproduce
-from tests.conftest import ROOT, cli
+from tests.conftest import cli
+from tests.data import test_logicbench as logicbench_tests
 
 FLOORS = json.loads((Path(__file__).parent.parent / "golden" / "replay_floors.json").read_text())
 
 
-def _datasets() -> Path | None:
-    """LogicBench's files, which reproduce's LogicBench table replays our programs against."""
-    for chosen in (os.environ.get("LOGICPIPE_DATASETS"), str(ROOT.parent / "shared" / "datasets")):
-        if chosen and (Path(chosen) / "logicbench-eval").is_dir():
-            return Path(chosen)
-    return None
-
-
-DATASETS = _datasets()
-pytestmark = pytest.mark.skipif(DATASETS is None, reason="LogicBench not found: set LOGICPIPE_DATASETS to a "
-                                "folder holding logicbench-eval/ (the Makefile uses ../shared/datasets)")
-
-
-@pytest.fixture(autouse=True)
-def _datasets_env(monkeypatch):
-    monkeypatch.setenv("LOGICPIPE_DATASETS", str(DATASETS))
+# LogicBench's files, which reproduce's LogicBench table replays our programs against: found as its tests find them.
+pytestmark = logicbench_tests.pytestmark
+_datasets_env = logicbench_tests._datasets_env
 
 
 def test_reproduce_writes_both_tables_and_the_chart(data_dir, tmp_path):
