@@ -24,7 +24,7 @@ LOGICBENCH_PROGRAMS = Path(__file__).parent.parent / "data" / "logicbench_progra
 # (task, formalism, our programs file), in the table's order; each file's logic types come from its ids.
 LOGICBENCH_REPLAYS = (("logicbench-bqa", "fol", "bqa-fol.jsonl"), ("logicbench-bqa", "asp", "bqa-pf-asp.jsonl"),
                       ("logicbench-bqa", "asp", "bqa-nm-asp.jsonl"), ("logicbench-bqa", "lp", "bqa-lp.jsonl"),
-                      ("logicbench-mcqa", "asp", "mcqa-nm-asp.jsonl"))
+                      ("logicbench-mcqa", "asp", "mcqa-pf-asp.jsonl"), ("logicbench-mcqa", "asp", "mcqa-nm-asp.jsonl"))
 
 
 def paper() -> dict:

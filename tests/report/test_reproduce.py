@@ -81,9 +81,14 @@ def test_the_logicbench_table_replays_our_programs_and_counts_every_question_wit
     assert done.returncode == 0, done.stderr
     assert "replaying LogicBench logicbench-bqa nm_logic through lp: bqa-lp.jsonl" in done.stderr
     rows = json.loads((tmp_path / "logicbench.json").read_text())
-    assert "| logicbench-bqa | nm_logic | lp | bqa-lp.jsonl | 6 of 8 | 440 | 24 | 416 |" in \
-        (tmp_path / "logicbench.md").read_text()
-    sizes = {"propositional_logic": 560, "first_order_logic": 520, "nm_logic": 440}
+    table = (tmp_path / "logicbench.md").read_text()
+    assert "| logicbench-bqa | nm_logic | lp | bqa-lp.jsonl | 6 of 8 | 440 | 24 | 416 |" in table
+    # MCQA's propositional and first-order rows (first-order hypothetical syllogism has no program).
+    assert "| logicbench-mcqa | first_order_logic | asp | mcqa-pf-asp.jsonl | 8 of 9 | 180 | 24 | 156 |" in table
+    assert [(r["task"], r["logic"]) for r in rows if r["task"] == "logicbench-mcqa"] == [
+        ("logicbench-mcqa", logic) for logic in ("propositional_logic", "first_order_logic", "nm_logic")]
+    sizes = {"logicbench-bqa": {"propositional_logic": 560, "first_order_logic": 520, "nm_logic": 440},
+             "logicbench-mcqa": {"propositional_logic": 160, "first_order_logic": 180, "nm_logic": 160}}
     for row in rows:
         written = [line for line in (LOGICBENCH_PROGRAMS / row["programs"]).read_text().splitlines()
                    if f'"id": "{row["logic"]}/' in line]
@@ -91,7 +96,7 @@ def test_the_logicbench_table_replays_our_programs_and_counts_every_question_wit
         evaluated = [json.loads(line) for line in (run_dir / "evaluate.jsonl").read_text().splitlines()]
         missing = sum((r["error"] or {}).get("category") == "no_program" for r in evaluated)
         # Every question of the type is in the run; those we wrote no program for are typed records.
-        assert row["questions"] == len(evaluated) == (sizes[row["logic"]] if row["task"] == "logicbench-bqa" else 160)
+        assert row["questions"] == len(evaluated) == sizes[row["task"]][row["logic"]]
         assert (row["with_program"], row["no_program"]) == (len(written), missing) == (len(written),
                                                                                         row["questions"] - len(written))
         assert row["executed"] == row["correct"] == len(written), row
