@@ -74,6 +74,9 @@ class LLMError(LogicPipeError):
         super().__init__(message)
         self.transient = transient
         self.fatal = fatal
+        # What the replies received before it failed used (the earlier phases of a phased request).
+        self.prompt_tokens = 0
+        self.completion_tokens = 0
 
 
 class RunStopped(LogicPipeError):

@@ -78,6 +78,7 @@ class Budget:
         self._answered: set[str] = set()
         self._lock = threading.Lock()
         self._in_flight = 0  # requests `open` let go whose result has not been charged
+        self.blind = False  # a paid reply came with no usage: nothing more is sent under a cap
         self.base_url = endpoint(config.base_url)
         self._ledger = (folder if folder is not None else config.out) / self.LEDGER if ledger else None
 
@@ -109,9 +110,11 @@ class Budget:
         return ((cap_cost is not None and self.cost * (1 + in_flight / sent) >= cap_cost)
                 or (cap_tokens is not None and self.tokens * (1 + in_flight / sent) >= cap_tokens))
 
+    def _capped(self) -> bool:
+        return self.config.max_cost is not None or self.config.max_tokens_total is not None
+
     def _unpriced(self) -> bool:
-        capped = self.config.max_cost is not None or self.config.max_tokens_total is not None
-        return capped and not self.replies and not self.tokens
+        return self._capped() and not self.replies and not self.tokens
 
     def left(self) -> int | None:
         """Requests that may still be sent (None: no limit on the count)."""
@@ -123,10 +126,15 @@ class Budget:
 
     def resume(self) -> str:
         """What a user does to finish what the cap held back."""
+        if self.blind:
+            return "re-run without the cap to finish (replies already paid for come from the cache)"
         return "re-run with a higher cap to finish (replies already paid for come from the cache)"
 
     def spent(self) -> str | None:
         """Why nothing more may be sent, or None."""
+        if self.blind:
+            return ("the server's replies say nothing of the tokens they used, so --max-cost or --max-tokens-total "
+                    "cannot be kept")
         if self.config.max_cost is not None and self.cost >= self.config.max_cost:
             return f"--max-cost {self.config.max_cost:g} reached (spent {self.cost:.4f})"
         if self.config.max_tokens_total is not None and self.tokens >= self.config.max_tokens_total:
@@ -146,6 +154,8 @@ class Budget:
         if not self.bounded:
             return True
         with self._lock:
+            if self.blind:
+                return False
             if self._in_flight and self._unpriced():
                 return None
             if self._reached(self._in_flight):
@@ -190,9 +200,12 @@ class Budget:
         if isinstance(result, Completion) and result.cached:
             self.step.cached_calls += 1
             return
-        # A failed request went out too (and may have been paid for), though nothing came back.
-        tokens = (result.prompt_tokens, result.completion_tokens) if isinstance(result, Completion) else (0, 0)
+        # A failed request went out too (and may have been paid for); a phased one that failed part-way
+        # carries the tokens of the phases that came back.
+        tokens = (result.prompt_tokens, result.completion_tokens)
         with self._lock:
+            if isinstance(result, Completion) and tokens == (0, 0) and self._capped():
+                self.blind = True  # the server says nothing of usage: the cap cannot be kept
             self._in_flight = max(0, self._in_flight - 1)
             self.replies += isinstance(result, Completion)
             self.maybe_paid += isinstance(result, LLMError) and not _unbilled(result)

@@ -16,7 +16,7 @@ import random
 import time
 from collections import deque
 from collections.abc import Callable, Iterable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -231,6 +231,13 @@ class _Window:
                 turn.set_result(None)
 
 
+@dataclass
+class _Opened:
+    """Whether the gate let a request go (asked once, before the first of its phases that is sent)."""
+
+    done: bool = False
+
+
 class Held(Exception):
     """The spending cap (the gate's `open`) held a request back before it was sent: it has no result."""
 
@@ -281,10 +288,11 @@ class LLMClient:
         async def one(request: Request) -> tuple[Request, Completion | LLMError | None]:
             result: Completion | LLMError
             try:
+                opened = _Opened()
                 if request.then is None:
-                    result = await self._complete(client, request)
+                    result = await self._complete(client, request, opened)
                 else:
-                    result = await self._phases(client, request, request.then)
+                    result = await self._phases(client, request, request.then, opened)
             except Held:
                 self.held += 1
                 return request, None
@@ -314,20 +322,32 @@ class LLMClient:
             await asyncio.gather(*tasks, return_exceptions=True)
             await client.close()
 
-    async def _phases(self, client: Any, request: Request, then: Callable[[str], str | None]) -> Completion:
+    async def _phases(self, client: Any, request: Request, then: Callable[[str], str | None],
+                      opened: _Opened) -> Completion:
         """The first phase's reply, then each next phase's for as long as `then` gives a grammar for
-        the text so far (the last reply holds the whole text); tokens are those of every phase."""
-        replies = [await self._complete(client, replace(request, then=None, phase=1))]
-        for phase in range(2, MAX_PHASES + 1):
-            grammar = then(replies[-1].text)
-            if grammar is None:
-                break
-            replies.append(await self._complete(client, replace(request, then=None, phase=phase, grammar=grammar)))
+        the text so far (the last reply holds the whole text); tokens are those of every phase. A phase
+        that fails carries the tokens of the phases sent before it (they were paid for)."""
+        replies: list[Completion] = []
+        try:
+            replies.append(await self._complete(client, replace(request, then=None, phase=1), opened))
+            for phase in range(2, MAX_PHASES + 1):
+                grammar = then(replies[-1].text)
+                if grammar is None:
+                    break
+                replies.append(await self._complete(client, replace(request, then=None, phase=phase, grammar=grammar),
+                                                    opened))
+        except LLMError as exc:
+            paid = [r for r in replies if not r.cached]
+            exc.prompt_tokens = sum(r.prompt_tokens for r in paid)
+            exc.completion_tokens = sum(r.completion_tokens for r in paid)
+            raise
         return Completion(replies[-1].text, sum(r.prompt_tokens for r in replies),
                           sum(r.completion_tokens for r in replies), all(r.cached for r in replies),
                           all(r.batch for r in replies))
 
-    async def _complete(self, client: Any, request: Request) -> Completion:
+    async def _complete(self, client: Any, request: Request, opened: _Opened) -> Completion:
+        """One request (or one phase of it): from the cache, else sent. The gate is asked before the
+        first of a request's phases that is sent (`opened` says whether it was)."""
         import openai
 
         key = cache_key(self.settings.model, self.base_url, request)
@@ -346,7 +366,7 @@ class LLMClient:
         # in the window through its backoff, and goes again before any request not yet sent; one retried
         # after an overload (429, 503, a timeout) gives its place up, so the smaller limit holds at once.
         window = self._window
-        placed = opened = False
+        placed = False
         epoch = attempt = 0
         try:
             while True:
@@ -355,7 +375,7 @@ class LLMClient:
                     placed = True
                     # Asked once a place is free, just before sending: the spending cap then counts the
                     # replies that came back meanwhile. A later phase or a retry finishes what was begun.
-                    if attempt == 0 and request.phase <= 1 and self.gate is not None and not opened:
+                    if attempt == 0 and self.gate is not None and not opened.done:
                         verdict = self.gate.open()
                         if verdict is None:  # not yet: the place goes back until a reply is charged
                             placed = False
@@ -364,7 +384,7 @@ class LLMClient:
                             continue
                         if not verdict:
                             raise Held()
-                        opened = True
+                        opened.done = True
                 retry_after = None
                 self.totals.requests_sent += 1
                 overload = False
@@ -398,7 +418,7 @@ class LLMClient:
                 await asyncio.sleep(self._delay(attempt, retry_after))
                 attempt += 1
         except asyncio.CancelledError:
-            if opened and self.gate is not None:  # it will never be charged: the gate waits for it no more
+            if opened.done and self.gate is not None:  # it will never be charged: the gate waits for it no more
                 self.gate.cancelled()
             raise
         finally:

@@ -6,6 +6,7 @@ import json
 from collections import Counter
 
 from logicpipe.testing import FakeOpenAI, ScriptedReplies
+from logicpipe.testing.server import Fault
 from tests.conftest import cli
 from tests.kb.test_batch import write_questions
 from tests.kb.test_modes import CAMPUS, NOW, model_args, replies
@@ -90,6 +91,45 @@ def test_the_first_window_waits_for_a_cost_to_go_by(data_dir, tmp_path):
         assert fake.peak_in_flight > 1
 
 
+def test_a_server_that_reports_no_usage_stops_a_capped_run_after_one_request(data_dir, tmp_path):
+    """A cap counts the tokens the server reports: where a reply reports none, it cannot be kept, so the
+    run stops at once rather than spend without a bound."""
+    folder = tmp_path / "out" / "prontoqa"
+    with FakeOpenAI(ScriptedReplies.from_logic_lm(data_dir / "programs" / PROGRAMS), latency=0.1) as fake:
+        fake.inject(*[Fault(usage={"prompt_tokens": 0, "completion_tokens": 0, "total_tokens": 0})] * 20)
+        stopped = run(fake, data_dir, tmp_path, "--max-concurrency", "8", "--max-tokens-total", "1000000")
+        assert stopped.returncode == 4, stopped.stderr
+        last = stopped.stderr.strip().splitlines()[-1]
+        assert "say nothing of the tokens they used" in last and "re-run without the cap" in last, last
+        assert len(fake.requests) == 1 and len(lines(folder / "formulate.jsonl")) == 1
+
+
+def test_phased_requests_ask_the_cap_before_the_first_phase_sent_and_pay_for_failed_ones(data_dir, tmp_path):
+    """--constrain on CSP sends each program in phases. A phase that fails still paid for those before it
+    (the ledger counts them), and a request whose first phase is cached asks the cap before its second."""
+    folder = tmp_path / "out" / "logicaldeduction"
+
+    def constrained(fake, *extra):
+        return cli("run", "-d", "logicaldeduction", "--data-dir", str(data_dir), "--out", str(tmp_path / "out"),
+                   "--model", "fake", "--base-url", fake.url, "--llm-cache", str(tmp_path / "cache.sqlite"),
+                   "--limit", "3", "--max-rounds", "0", "--constrain", "--max-concurrency", "1", "--max-retries", "0",
+                   "--max-errors", "3", *extra)
+
+    programs = ScriptedReplies.from_logic_lm(data_dir / "programs" / "LogicalDeduction_dev_gpt-4.json")
+    with FakeOpenAI(programs) as fake:
+        fake.inject(*[Fault(), Fault(status=500)] * 3)  # each program's second phase fails once
+        first = constrained(fake, "--max-tokens-total", "1000000")
+        assert first.returncode == 0, first.stderr
+        assert {r["_logicpipe"]["phase"] for r in fake.requests} == {"1", "2"}
+        spent = json.loads((folder / "spent.json").read_text())
+        assert spent["prompt_tokens"] > 0  # the first phases of the failed requests were paid for
+        sent = len(fake.requests)
+        # The cap is long passed: the requests whose first phase is cached send nothing more.
+        capped = constrained(fake, "--max-tokens-total", "10")
+        assert capped.returncode == 4, capped.stderr
+        assert len(fake.requests) == sent and "--max-tokens-total 10 reached" in capped.stderr
+
+
 def test_baseline_takes_the_cap(data_dir, tmp_path):
     folder = tmp_path / "out" / "baseline-cot" / "prontoqa"
     with FakeOpenAI(ScriptedReplies.from_logic_lm(data_dir / "programs" / PROGRAMS)) as fake:
@@ -138,3 +178,43 @@ def test_kb_ask_batch_stops_at_the_cap_and_resumes_from_the_cache(tmp_path):
     bad = cli("kb", "ask", str(CAMPUS), "Who teaches cs101?", "--model", "fake", "--max-cost", "1")
     assert bad.returncode == 2 and bad.stderr == "error: invalid option: --max-cost needs --price-prompt " \
         "and/or --price-completion\n"
+
+
+def test_a_request_cancelled_in_its_second_phase_is_handed_back_to_the_cap(tmp_path):
+    """A caller that stops a run (on_result raising) cancels the requests in flight: one the cap let go
+    is handed back, whichever phase it was in, so a cap reused afterwards does not wait for it forever."""
+    import time
+
+    from logicpipe.llm import LLMClient, LLMSettings, Request
+    from logicpipe.llm.budget import Budget
+    from logicpipe.stages.config import ModelOptions
+
+    (tmp_path / "spent.json").write_text(json.dumps({"sent": 1, "prompt_tokens": 10, "completion_tokens": 10}))
+    budget = Budget(ModelOptions(out=tmp_path, max_tokens_total=10**9, llm_cache=tmp_path / "c.sqlite"),
+                    folder=tmp_path)
+
+    def reply(body):
+        meta = body["_logicpipe"]
+        time.sleep(3 if (meta["problem"], meta["phase"]) == ("B", "2") else 0.3 if meta["problem"] == "E" else 0)
+        return "reply"
+
+    def request(name, phased=False):
+        return Request(f"p-{name}", [{"role": "user", "content": name}], purpose="formulate", problem=name,
+                       then=(lambda text: 'root ::= "x"') if phased else None)
+
+    class Stop(Exception):
+        pass
+
+    def stop_at_e(request, result):
+        if request.problem == "E":
+            raise Stop()
+
+    with FakeOpenAI(reply) as fake:
+        client = LLMClient(LLMSettings(model="m", base_url=fake.url, cache_path=tmp_path / "c.sqlite",
+                                       max_concurrency=4), gate=budget)
+        try:
+            client.run([request("B", phased=True), request("E")], stop_at_e)
+        except Stop:
+            pass
+        assert ("B", "2") in [(r["_logicpipe"]["problem"], r["_logicpipe"]["phase"]) for r in fake.requests]
+    assert budget._in_flight == 0
