@@ -222,6 +222,10 @@ def _client(model: str, base_url: Optional[str], cache: Optional[Path], concurre
     except ValueError as exc:
         raise UsageError(f"invalid option --llm-cache: {exc}") from None
     gate: Gate | None = None
+    if out is not None and not options.batch:
+        from ..llm.batchapi import refuse_unread
+
+        refuse_unread(out)
     if options.capped:
         from ..llm.budget import Budget
 

@@ -47,6 +47,27 @@ ENDED = ("completed", "expired", "cancelled", "failed")
 FIRST_POLL = 0.2  # seconds before the first look at a new batch; each next waits 1.5 times longer
 
 
+def _refused(error: LLMError) -> bool:
+    """A create the provider refused outright (a 4xx other than a timeout, conflict or rate limit)."""
+    status = getattr(error.__cause__, "status_code", None)
+    return isinstance(status, int) and 400 <= status < 500 and status not in (408, 409, 429)
+
+
+def pending(folder: Path) -> list[dict]:
+    """The batches recorded in a run's folder that were not read yet (paid for, perhaps still running)."""
+    return [b for b in read_record(folder) if not b["read"]]
+
+
+def refuse_unread(folder: Path) -> None:
+    """A model run into a folder with batches not read yet, without --batch, would pay for their
+    requests a second time, one by one: refused in one line, before anything is written."""
+    out = pending(folder)
+    if out:
+        raise UsageError(f"{folder / RECORD} names {len(out)} batches not read yet (paid for, perhaps still running): "
+                         "re-run with --batch to collect them, nothing is submitted twice (to pay for their "
+                         f"requests again one by one, remove {folder / RECORD})")
+
+
 def read_record(folder: Path) -> list[dict]:
     """The batches recorded in a run's dataset folder (batches.json), oldest first; [] for none."""
     path = folder / RECORD
@@ -223,15 +244,25 @@ class BatchAPI:
                  "lines": len(lines), "created": time.time(), "status": "creating", "read": False}
         batches.append(entry)
         self._write(batches)  # before the create: a kill from here on finds the batch by its input file
-        self._start(entry)
-        self._write(batches)
+        try:
+            self._start(entry)
+        finally:
+            self._write(batches)
 
     def _start(self, entry: dict) -> None:
-        """Create the batch of an entry's uploaded input file (once: never retried, see _openai)."""
+        """Create the batch of an entry's uploaded input file (once: never retried, see _openai). One the
+        provider refuses (a 4xx: nothing was created, e.g. the file is gone) ends the entry as read with
+        no reply, so its lines go in the next batch, uploaded anew, and no re-run looks for it."""
         client = self._openai()
-        batch = self._call("creating the batch", lambda: client.batches.create(
-            input_file_id=entry["input_file_id"], endpoint=URL, completion_window="24h",
-            metadata={"logicpipe": f"{self.folder.name}/{entry['file']}"}), retried=False)
+        try:
+            batch = self._call("creating the batch", lambda: client.batches.create(
+                input_file_id=entry["input_file_id"], endpoint=URL, completion_window="24h",
+                metadata={"logicpipe": f"{self.folder.name}/{entry['file']}"}), retried=False)
+        except LLMError as exc:
+            if _refused(exc):
+                entry.update(status="refused", read=True, stored=0, failed=0, unfinished=entry["lines"],
+                             why=str(exc)[:300])
+            raise
         entry.update(id=batch.id, status=batch.status)
         self.created += 1
 
@@ -250,10 +281,14 @@ class BatchAPI:
             return None
 
         batch = self._call(f"looking up the batch of {entry['input_file_id']}", look)
-        if batch is None:
-            self._start(entry)
-        else:
+        if batch is not None:
             entry.update(id=batch.id, status=batch.status)
+            return
+        try:
+            self._start(entry)
+        except LLMError:
+            if not entry["read"]:
+                raise
 
     def _finish(self, batches: list[dict]) -> None:
         """Poll the batches not read yet until each has ended (or --batch-timeout), and read each that
@@ -268,6 +303,8 @@ class BatchAPI:
                 if entry["id"] is None:
                     self._found(entry)
                     self._write(batches)
+                    if entry["read"]:  # refused: nothing to poll
+                        continue
                 batch = self._call(f"polling batch {entry['id']}",
                                    lambda e=entry, c=client: c.batches.retrieve(e["id"]))
                 entry["status"] = batch.status

@@ -206,8 +206,8 @@ def render_status(console: Console, folders: list) -> None:
         for batch in folder.batches:
             when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(batch.created)) if batch.created else "?"
             numbers = [str(n) if n is not None else "-" for n in (batch.stored, batch.failed, batch.unfinished)]
-            table.add_row(batch.id or "(being created)", batch.status, str(batch.lines), when, *numbers)
+            table.add_row(batch.id or "-", batch.status, str(batch.lines), when, *numbers)
         console.print(table)
         if folder.pending:
-            _plain(console, f"{len(folder.pending)} batches not read yet: re-run the command that made them to "
-                   "go on polling and read them (nothing is submitted twice)")
+            _plain(console, f"{len(folder.pending)} batches not read yet: a run going on polls them; else re-run the "
+                   "command that made them, with --batch, to read them (nothing is submitted twice)")

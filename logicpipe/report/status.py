@@ -18,7 +18,7 @@ from ..stages.store import read_recorded, stage_dirs
 
 @dataclass
 class Batch:
-    id: str | None  # None: recorded while it was being created (a re-run looks it up)
+    id: str | None  # None: recorded while being created (a re-run looks it up), or refused by the provider
     status: str  # as last polled (or refreshed)
     lines: int
     created: float  # when it was submitted (seconds since the epoch)
@@ -61,6 +61,10 @@ def _folder(folder: Path, refresh: Refresh | None) -> FolderStatus:
         if has:
             stages[stage] = stages.get(stage, 0) + 1
 
+    problems = recorded.total
+    if "kb" in recorded.identity:  # a kb batch (kb ask --questions, kb validate --answers): its one stage file
+        stages = _kb_records(folder, recorded.identity.get("stages", {}), warnings)
+        problems = max(stages.values(), default=0)
     for trajectory in recorded.trajectories:
         count("formulate", trajectory.formulated is not None)
         count("solve", 0 in trajectory.solved)
@@ -78,8 +82,23 @@ def _folder(folder: Path, refresh: Refresh | None) -> FolderStatus:
             except LLMError as exc:
                 warnings.append(f"{batch.id}: {exc}")
     metrics = recorded.metrics
-    return FolderStatus(folder.name, str(folder), recorded.total, dict(sorted(stages.items(), key=_order)),
+    return FolderStatus(folder.name, str(folder), problems, dict(sorted(stages.items(), key=_order)),
                         bool(metrics), metrics.get("accuracy"), batches, warnings)
+
+
+def _kb_records(folder: Path, stages: dict, warnings: list[str]) -> dict[str, int]:
+    """Inputs with a record in a kb batch's stage file, read as the kb commands read it."""
+    from ..kb.ask import AskRecord
+    from ..kb.flow import KBRecord
+    from ..kb.validate import ValidateRecord
+    from ..run.folder import RunFolder
+
+    models: dict[str, type[KBRecord]] = {"ask": AskRecord, "validate": ValidateRecord}
+    store = RunFolder(folder, warnings=warnings)  # opened without `with`: it only reads
+    try:
+        return {name: len(store.file(name, model).done) for name, model in models.items() if name in stages}
+    finally:
+        store.close()
 
 
 def _order(item: tuple[str, int]) -> tuple[int, int]:

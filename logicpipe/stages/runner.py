@@ -245,6 +245,10 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
     keeps every trajectory for the report (a caller that reads them, on a small problem set). A chunk's
     solver calls, of its solve and refinement rounds, go to one executor (RunContext.executor), whose
     workers start as the chunk begins when `ctx.warm` says so."""
+    if ctx.config.model and not ctx.config.batch:
+        from ..llm.batchapi import refuse_unread
+
+        refuse_unread(ctx.store.path)
     with ctx.store:
         if ctx.gate is None and ctx.config.capped:
             # --max-cost, --max-tokens-total: the optimiser's gate, its ledger in this folder (made after

@@ -171,8 +171,9 @@ def stage_dirs(run_dir: Path, dataset: str | None = None) -> list[Path]:
 
 
 def _is_stage_dir(folder: Path) -> bool:
-    # run.json alone: a run that wrote no record yet (its first round still out in a provider's batch)
-    return (folder / METRICS_FILE).exists() or (folder / RUN_FILE).exists() or any(folder.glob("*.jsonl"))
+    # Every run writes run.json before any record (a run with none yet: its first round still out in a
+    # provider's batch); a folder of JSONL files without one is no run (a run's own batches/ folder).
+    return (folder / METRICS_FILE).exists() or (folder / RUN_FILE).exists()
 
 
 def _dataset_key(name: str) -> str:

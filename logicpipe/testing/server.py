@@ -65,6 +65,7 @@ class FakeOpenAI:
         self.create_errors = 0  # the next this many batch creates get a 500 and create nothing
         self.batches: list[dict] = []
         self.files: dict[str, bytes] = {}
+        self._made = 0  # files made so far
         self.line_errors: dict[str, int] = {}  # problem id -> how many of its next batch lines fail
         self.batch_fates: deque[str] = deque()  # "expired" or "cancelled": the next batches end so
         self.latency = latency
@@ -99,9 +100,14 @@ class FakeOpenAI:
 
     def _file(self, data: bytes) -> str:
         with self._lock:
-            identifier = f"file-{len(self.files) + 1}"
-            self.files[identifier] = data
-            return identifier
+            return self._store(data)
+
+    def _store(self, data: bytes) -> str:
+        """A new file (under the lock): ids are never reused, also after a test removes one."""
+        self._made += 1
+        identifier = f"file-{self._made}"
+        self.files[identifier] = data
+        return identifier
 
     def _create_batch(self, request: dict) -> dict | None:
         with self._lock:
@@ -179,9 +185,7 @@ class FakeOpenAI:
         batch = entry["batch"]
         for name, items in (("output_file_id", out), ("error_file_id", errors)):
             if items:
-                identifier = f"file-{len(self.files) + 1}"
-                self.files[identifier] = "".join(json.dumps(item) + "\n" for item in items).encode()
-                batch[name] = identifier
+                batch[name] = self._store("".join(json.dumps(item) + "\n" for item in items).encode())
         batch["status"] = status
         batch["request_counts"] = {"total": len(entry["lines"]), "completed": len(out),
                                    "failed": sum(item["response"] is not None for item in errors)}

@@ -200,10 +200,36 @@ def test_batches_running_at_the_timeout_stop_the_run_and_a_re_run_polls_them(dat
         assert late.returncode == 4, late.stderr
         assert "--batch: 1 batches still running after --batch-timeout 1 s" in late.stderr
         assert "3 of 3 requests not sent; finished records are kept" in late.stderr
+        # Without --batch, the same requests would be paid for again, one by one: refused in one line.
+        record = tmp_path / "run" / "prontoqa" / "batches.json"
+        for extra in ([], ["--overwrite"]):
+            alone = cli(*[a for a in args if a not in ("--batch", "--batch-poll", "0.2")], *extra)
+            assert alone.returncode == 2 and alone.stderr == (
+                f"error: {record} names 1 batches not read yet (paid for, perhaps still running): re-run with --batch "
+                f"to collect them, nothing is submitted twice (to pay for their requests again one by one, remove "
+                f"{record})\n"), alone.stderr
+        assert len(fake.requests) == 0
         fake.batch_delay = 0.1  # the provider finishes it meanwhile
         again = cli(*args)
         assert again.returncode == 0, again.stderr
         assert len(fake.batches) == 1 and len(fake.requests) == 0
+    assert len(records(tmp_path / "run" / "prontoqa", "interpret")) == 3
+
+
+def test_a_create_refused_for_a_lost_file_is_uploaded_anew(data_dir, tmp_path):
+    """An entry left without an id (its create failed) whose input file the provider no longer has: the
+    re-run's create is refused (a 400), which ends the entry, and its lines go in a new upload."""
+    with FakeOpenAI(replies(data_dir), batch_delay=0.2) as fake:
+        fake.create_errors = 1
+        args = [*common(data_dir, fake, tmp_path, "run", limit=3), "--batch", "--batch-poll", "0.2"]
+        assert cli(*args).returncode != 0 and not fake.batches
+        del fake.files["file-1"]  # gone at the provider (deleted, or another key or organisation)
+        again = cli(*args)
+        assert again.returncode == 0, again.stderr
+        assert len(fake.batches) == 1 and fake.batches[0]["batch"]["input_file_id"] == "file-2"
+    entries = json.loads((tmp_path / "run" / "prontoqa" / "batches.json").read_text())["batches"]
+    assert [(e["id"], e["status"], e["read"]) for e in entries] == [(None, "refused", True),
+                                                                   ("batch_1", "completed", True)]
     assert len(records(tmp_path / "run" / "prontoqa", "interpret")) == 3
 
 
