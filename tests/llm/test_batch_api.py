@@ -251,7 +251,8 @@ def test_the_scripted_batch_api_through_the_openai_client(data_dir):
     """Upload, create, the statuses on the way, the output file; and a cancel, answered at once."""
     import openai
 
-    with FakeOpenAI(replies(data_dir), batch_delay=0.4) as fake:
+    # 2 s: each status lasts 0.5 s or more, which polls 0.05 s apart see however loaded the machine.
+    with FakeOpenAI(replies(data_dir), batch_delay=2.0) as fake:
         client = openai.OpenAI(base_url=fake.url, api_key="x", max_retries=0, timeout=10)
         line = {"custom_id": "ProntoQA_1:formulate:0:k1", "method": "POST", "url": "/v1/chat/completions",
                 "body": {"model": "m", "messages": [{"role": "user", "content": "hi"}]}}
