@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import LLMError, UsageError
+from ..core.errors import LLMError, RunStopped, UsageError
 from .batchfile import URL, batch_line, checked_lines, exported_ids, key_of, read_replies, store_replies
 from .cache import Cache
 from .client import cache_key, default_cache_path
@@ -39,7 +39,10 @@ from .request import Completion, Request, api_key, endpoint
 
 RECORD = "batches.json"
 FOLDER = "batches"
-OUTLIVES_OVERWRITE = (RECORD, FOLDER)
+LEDGER = "spent.json"  # the spending cap's record of what every run into the folder spent (budget.py)
+# What a folder records of money spent, which --overwrite keeps: a fresh start of the records is no
+# refund, so a cap still counts what was spent and a batch still running is polled, not paid twice.
+OUTLIVES_OVERWRITE = (RECORD, FOLDER, LEDGER)
 LOOKBACK = 86400.0  # seconds before a batch's upload that a look-up for it goes back in the provider's list
 MAX_REQUESTS = 50_000  # the OpenAI API's limits on one batch's input file
 MAX_BYTES = 200 * 1000 * 1000
@@ -110,6 +113,7 @@ class BatchAPI:
         self._lock = threading.Lock()  # stages may ask from threads of their own
         self._client: Any = None
         self._ids: set[str] | None = None  # the ids in batches.json, once read
+        self._stopping = threading.Event()  # set by stop(): the polling gives up
         self.created = 0  # batches this command created
         self.resumed = 0  # batches an earlier command created that this one read
         self._started = time.time()
@@ -157,6 +161,9 @@ class BatchAPI:
 
     def cancelled(self) -> None:
         pass
+
+    def stop(self) -> None:
+        self._stopping.set()
 
     def open(self) -> bool:
         return False  # every request admitted is answered by the cache or by its failure
@@ -317,7 +324,9 @@ class BatchAPI:
                 self.progress(sum(1 for b in batches if b.get("read")), len(batches))
             if not any(not b.get("read") for b in batches) or self._late():
                 return
-            time.sleep(max(0.0, min(pause, self.deadline - time.monotonic())))
+            if self._stopping.wait(max(0.0, min(pause, self.deadline - time.monotonic()))):
+                raise RunStopped("stopped while polling batches; re-run the command to go on polling them "
+                                 "(nothing is submitted twice)")
             pause = min(pause * 1.5, self.poll)
 
     def _read(self, entry: dict, batch: Any) -> None:

@@ -89,6 +89,9 @@ class BatchExport:
     def charge(self, result: Completion | LLMError) -> None:
         pass
 
+    def stop(self) -> None:
+        pass
+
     def cancelled(self) -> None:
         pass
 

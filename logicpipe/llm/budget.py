@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..core.errors import DataError, LLMError
+from .batchapi import LEDGER
 from .cache import Cache
 from .client import cache_key, default_cache_path
 from .request import Completion, Request, endpoint
@@ -54,12 +55,12 @@ class Budget:
     mid-way still counts what it spent when it is resumed, and the cap is over every run into the
     folder: a re-run with a higher cap spends only the difference."""
 
-    LEDGER = "spent.json"
+    LEDGER = LEDGER
 
     def __init__(self, config: Caps, folder: Path | None = None, cache_path: Path | None = None,
                  max_calls: int | None = None, ledger: bool = True):
         """`config` gives the caps, the prices and the endpoint; `folder` holds the ledger (default
-        config.out; read on first use, so after --overwrite cleared the folder); `cache_path` is the reply
+        config.out; read on first use; --overwrite keeps it); `cache_path` is the reply
         cache the requests go through (default config's); `ledger` False: no ledger, the cap is this
         command's alone (one question, no folder)."""
         self.config = config
@@ -214,6 +215,9 @@ class Budget:
                 spend.prompt_tokens += tokens[0]
                 spend.completion_tokens += tokens[1]
             self._save()
+
+    def stop(self) -> None:
+        pass
 
     def cancelled(self) -> None:
         with self._lock:

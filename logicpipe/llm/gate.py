@@ -49,3 +49,8 @@ class Gate(Protocol):
     def resume(self) -> str:
         """What a user does to finish what was held back."""
         ...
+
+    def stop(self) -> None:
+        """The run is stopping (Ctrl-C, the solving side failed): a thread waiting in `admit` (on a
+        provider's batch) gives up at once rather than wait for the batch to end."""
+        ...

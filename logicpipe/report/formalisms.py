@@ -69,9 +69,7 @@ def compare(config: RunConfig, formalisms: list[str], progress: Progress = quiet
     if config.capped:
         from ..llm.budget import Budget
 
-        if config.overwrite:  # the runs start afresh, and so does what they spent
-            (config.out / Budget.LEDGER).unlink(missing_ok=True)
-        gate = Budget(config, folder=config.out)
+        gate = Budget(config, folder=config.out)  # --overwrite starts the runs afresh, not what they spent
     for each in runs:
         run_stages(each, list(PIPELINE), progress, gate)
     return [read_row(each.formalism or "", each.stage_dir) for each in runs]

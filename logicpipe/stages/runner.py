@@ -251,8 +251,8 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
         refuse_unread(ctx.store.path)
     with ctx.store:
         if ctx.gate is None and ctx.config.capped:
-            # --max-cost, --max-tokens-total: the optimiser's gate, its ledger in this folder (made after
-            # --overwrite cleared it, so a fresh run starts from nothing spent).
+            # --max-cost, --max-tokens-total: the spending cap, its ledger in this folder (kept by
+            # --overwrite: starting the records afresh is no refund).
             from ..llm.budget import Budget
 
             ctx.gate = Budget(ctx.config, folder=ctx.store.path)

@@ -61,8 +61,11 @@ def overlapped(ctx: RunContext, trajectories: list[Trajectory], round_: int, pro
     try:
         solved = solve_round(ctx, trajectories, round_, arrivals)
     except BaseException:
-        # Nothing may write after the run lets go of its directory: the next reply stops the model side.
+        # Nothing may write after the run lets go of its directory: the next reply stops the model side,
+        # and a provider's batch is no longer waited for.
         halted.set()
+        if ctx.gate is not None:
+            ctx.gate.stop()
         thread.join(_HALT_SECONDS)
         raise
     finally:

@@ -109,6 +109,30 @@ def created(record):
         return False
 
 
+def test_ctrl_c_while_polling_stops_at_once_and_a_re_run_collects_the_batch(data_dir, tmp_path):
+    """formulate polls from a thread of its own (the solver takes its programs as they come): Ctrl-C
+    stops that polling too, rather than wait for the batch (up to --batch-timeout, a day)."""
+    with FakeOpenAI(replies(data_dir), batch_delay=60) as fake:
+        args = [*common(data_dir, fake, tmp_path, "run", limit=3), "--batch", "--batch-poll", "0.2"]
+        # Python turns SIGINT into KeyboardInterrupt unless the parent ignores it (a test runner may).
+        process = subprocess.Popen([sys.executable, "-m", "logicpipe", *args], cwd=ROOT, env=dict(os.environ),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
+        record = tmp_path / "run" / "prontoqa" / "batches.json"
+        deadline = time.monotonic() + 60
+        while not created(record) and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        start = time.monotonic()
+        _, stderr = process.communicate(timeout=60)
+        assert process.returncode == 130 and time.monotonic() - start < 10, (process.returncode, stderr)
+        assert stderr.strip().splitlines()[-1] == "error: interrupted; finished records are kept, re-run to resume"
+        fake.batch_delay = 0.1
+        again = cli(*args)
+        assert again.returncode == 0, again.stderr
+        assert len(fake.batches) == 1 and not fake.requests
+
+
 def test_a_kill_while_a_batch_is_created_finds_it_by_its_input_file(data_dir, tmp_path):
     """Killed after the provider created the batch and before its id was written: the re-run looks it
     up by its input file and polls it; none is created twice."""

@@ -49,6 +49,10 @@ def test_run_stops_at_max_cost_and_a_rerun_with_a_higher_cap_finishes_it(data_di
         # Stopped at the cap: it was reached, by less than one request more (one in flight at a time).
         assert 0.01 <= spent["cost"] < 0.01 + 2 * per_request
         assert spent["sent"] == len(kept) == len(fake.requests)
+        # --overwrite starts the records afresh, not what was spent: the cap is still reached.
+        fresh = run(fake, data_dir, tmp_path, "--max-concurrency", "1", *PRICES, "--max-cost", "0.01", "--overwrite")
+        assert fresh.returncode == 4 and "--max-cost 0.01 reached" in fresh.stderr, fresh.stderr
+        assert len(fake.requests) == len(kept)  # only the cache answered
         again = run(fake, data_dir, tmp_path, "--max-concurrency", "1", *PRICES, "--max-cost", "1")
         assert again.returncode == 0, again.stderr
         assert len(fake.requests) == 20 and asked_once(fake)  # nothing paid for twice
