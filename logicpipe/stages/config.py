@@ -151,6 +151,8 @@ class ModelOptions(BaseModel):
         if self.batch_import is not None and self.batch_export is None:
             raise ValueError("--batch-import needs --batch-export FILE: the file whose requests the output answers "
                              "(and where the next round's requests go)")
+        if self.batch and not self.model:
+            raise ValueError("--batch sends model requests: give --model")
         if self.batch and self.batch_export is not None:
             raise ValueError("--batch sends the requests to the provider's batch API, --batch-export writes them to a "
                              "file: give one or the other")

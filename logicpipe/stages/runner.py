@@ -15,6 +15,7 @@ from ..core.trajectory import Trajectory
 from ..data import ProblemSet, Programs, index_problems, index_programs
 from ..data.program_files import WrittenPrograms
 from ..llm import api_key
+from ..llm.declared import phased
 from ..llm.grammars import LANGUAGES
 from ..prompts import PromptSet
 from ..run.folder import RunFolder
@@ -105,6 +106,10 @@ def _check(config: RunConfig, stages: list[str], problems: ProblemSet, prompts: 
     if config.constrain and task.solver not in LANGUAGES and {"formulate", "refine"} & set(stages):
         raise UsageError(f"--constrain: logicpipe has no grammar for the {task.solver} formalism (it has "
                          f"{', '.join(LANGUAGES)}); run without --constrain")
+    batched = "--batch" if config.batch else "--batch-export" if config.batch_export is not None else None
+    if batched and config.constrain and phased(task.solver) and {"formulate", "refine"} & set(stages):
+        raise UsageError(f"{batched}: constrained decoding in phases (--constrain on {task.solver}) needs each "
+                         "phase's reply before the next request; run it without a batch")
     if "refine" in stages and config.refine_with:
         prompts.refine(task.prompt)
         for prompt_id in SEMANTIC if config.refine == "semantic" else ():

@@ -214,6 +214,18 @@ def test_batch_size_splits_a_round_and_bad_batch_options_are_one_line(data_dir, 
             bad = cli(*base, "--batch", *extra)
             assert bad.returncode == 2 and said in bad.stderr, (extra, bad.stderr)
             assert len(bad.stderr.strip().splitlines()) == 1, bad.stderr
+        # Phased constrained decoding (CSP, SMT) needs each phase's reply before the next: refused before
+        # run.json is written, which would otherwise hold the corrected command back.
+        phased = [*base, "-d", "logicaldeduction", "--constrain"]
+        for extra, option in ((["--batch"], "--batch"), (["--batch-export", str(tmp_path / "r.jsonl")], "--batch-export")):
+            bad = cli(*phased, *extra)
+            assert bad.returncode == 2 and bad.stderr == (
+                f"error: {option}: constrained decoding in phases (--constrain on csp) needs each phase's reply "
+                "before the next request; run it without a batch\n"), bad.stderr
+        replay = cli(*[a for a in base if a not in ("--model", "fake-gpt")], "--programs", str(
+            data_dir / "programs" / PROGRAMS), "--batch")
+        assert replay.returncode == 2 and replay.stderr == "error: invalid option: --batch sends model requests: give --model\n", \
+            replay.stderr
     assert not (tmp_path / "bad").exists()
 
 
