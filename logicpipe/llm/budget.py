@@ -80,6 +80,7 @@ class Budget:
         self._lock = threading.Lock()
         self._in_flight = 0  # requests `open` let go whose result has not been charged
         self.blind = False  # a paid reply came with no usage: nothing more is sent under a cap
+        self._near = False  # open() held a request back: the next one would pass the cap
         self.base_url = endpoint(config.base_url)
         self._ledger = (folder if folder is not None else config.out) / self.LEDGER if ledger else None
 
@@ -142,9 +143,12 @@ class Budget:
             return f"--max-tokens-total {self.config.max_tokens_total} reached ({self.tokens} tokens used)"
         if self.max_calls is not None and self.sent >= self.max_calls:
             return f"--max-calls {self.max_calls} reached"
-        if self._reached(self._in_flight):
-            return (f"the spending cap would be passed by the requests in flight (spent {self.cost:.4f}, "
-                    f"{self.tokens} tokens)")
+        if self._near or self._reached(self._in_flight):
+            caps = [f"--max-cost {self.config.max_cost:g} (spent {self.cost:.4f})" if self.config.max_cost is not None
+                    else "", f"--max-tokens-total {self.config.max_tokens_total} ({self.tokens} tokens used)"
+                    if self.config.max_tokens_total is not None else ""]
+            return (f"{' and '.join(c for c in caps if c)} would be passed by the next request (counted at the mean "
+                    "of those sent)")
         return None
 
     def open(self) -> bool | None:
@@ -160,6 +164,7 @@ class Budget:
             if self._in_flight and self._unpriced():
                 return None
             if self._reached(self._in_flight):
+                self._near = True  # said by spent() once those in flight are back
                 return False
             self._in_flight += 1
             return True
