@@ -182,7 +182,7 @@ _BATCH_TIMEOUT = typer.Option(86400.0, "--batch-timeout", help="seconds a comman
 _BATCH_POLL = typer.Option(30.0, "--batch-poll", help="most seconds between two looks at a running --batch batch")
 
 
-def _model_options(out: Optional[Path], inputs: str, batched: bool, spend: dict[str, Any]) -> None:
+def _model_options(out: Optional[Path], inputs: str, batched: bool, model: str, spend: dict[str, Any]) -> None:
     """The spending cap and --batch options, checked as `run` checks them (one line each, exit 2) before the
     KB loads and before anything is written: a cap needs prices, --batch needs a batch and is refused
     beside a cap, the bounds."""
@@ -193,7 +193,7 @@ def _model_options(out: Optional[Path], inputs: str, batched: bool, spend: dict[
     if spend.get("batch") and not batched:
         raise UsageError(f"--batch needs a batch: {inputs} FILE and --out DIR (one input is asked at once)")
     try:
-        ModelOptions.model_validate({"out": out or Path("."), **spend}, context={"writes": False})
+        ModelOptions.model_validate({"out": out or Path("."), "model": model, **spend}, context={"writes": False})
     except ValidationError as exc:
         raise invalid_options(exc) from None
 
@@ -351,7 +351,7 @@ def ask(kb: Path = typer.Argument(..., help="KB file or folder"),
         budget(max_errors, len(inputs))  # a bad --max-errors is refused before the KB loads
     spend = _spend(price_prompt, price_completion, max_cost, max_tokens_total, batch_api, batch_size, batch_timeout,
                    batch_poll)
-    _model_options(out, "--questions", questions is not None, spend)  # one line before the KB loads
+    _model_options(out, "--questions", questions is not None, model, spend)  # one line before the KB loads
     with _open(kb, limits, _percepts(percept, percepts), allow) as base:
         words = vocabulary(base)
         client = _client(model, base_url, llm_cache, max_concurrency, out, spend)
@@ -414,7 +414,7 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
         budget(max_errors, len(inputs))
     spend = _spend(price_prompt, price_completion, max_cost, max_tokens_total, batch_api, batch_size, batch_timeout,
                    batch_poll)
-    _model_options(out, "--answers", answers is not None, spend)  # one line before the KB loads
+    _model_options(out, "--answers", answers is not None, model, spend)  # one line before the KB loads
     with _open(kb, limits, _percepts(percept, percepts), allow) as base:
         words = vocabulary(base)
         client = _client(model, base_url, llm_cache, max_concurrency, out, spend)

@@ -89,6 +89,8 @@ def read_record(folder: Path) -> list[dict]:
 class BatchAPI:
     """The run's gate under --batch. `folder` is the run's dataset folder (batches.json, batches/)."""
 
+    held_as = "not answered yet (submitted in batches)"
+
     def __init__(self, folder: Path, base_url: str | None, cache_path: Path | None, samples: int,
                  batch_requests: int = MAX_REQUESTS, timeout: float = 86400.0, poll: float = 30.0,
                  request_timeout: float = 120.0, retries: int = 5, max_bytes: int = MAX_BYTES,

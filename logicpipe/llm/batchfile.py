@@ -43,6 +43,8 @@ class BatchExport:
     """The run's gate under --batch-export FILE: admits the requests the cache answers, writes the others
     to FILE (afresh for this command: the previous file's replies were imported already) and holds them."""
 
+    held_as = "not sent"  # written to the file instead
+
     def __init__(self, path: Path, base_url: str | None, cache_path: Path | None,
                  imported: tuple[int, int] | None = None, source: Path | None = None):
         """`imported`: (stored, failed) of the --batch-import `source` read before, said with what is written."""

@@ -56,6 +56,7 @@ class Budget:
     folder: a re-run with a higher cap spends only the difference."""
 
     LEDGER = LEDGER
+    held_as = "not sent"
 
     def __init__(self, config: Caps, folder: Path | None = None, cache_path: Path | None = None,
                  max_calls: int | None = None, ledger: bool = True):

@@ -14,6 +14,9 @@ class Gate(Protocol):
     --max-cost, --max-tokens-total), a batch file (llm/batchfile.py BatchExport: --batch-export) or a
     provider's batch API (llm/batchapi.py BatchAPI: --batch)."""
 
+    # What became of the requests it held back, as the stop line says it ("not sent", ...).
+    held_as: str
+
     def admit(self, model: str, requests: list[Request]) -> list[Request]:
         """The requests that may be sent now (those already cached cost nothing); if fewer than all,
         the sender stops the run once they are back."""

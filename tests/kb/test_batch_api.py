@@ -154,7 +154,7 @@ def test_batch_size_splits_a_wave_and_a_timeout_stops_with_records_kept(kbcli, t
         late = kbcli(*args, "--batch-timeout", "1")
         assert late.returncode == 4, late.stderr
         assert "--batch: 1 batches still running after --batch-timeout 1 s" in late.stderr
-        assert "5 of 5 requests not sent; finished records are kept" in late.stderr
+        assert "5 of 5 requests not answered yet (submitted in batches); finished records are kept" in late.stderr
         # Without --batch they would be paid for twice: refused in one line, nothing sent.
         alone = kbcli(*[a for a in args if a not in ("--batch", *POLL)])
         assert alone.returncode == 2 and "batches not read yet" in alone.stderr and alone.stderr.count("\n") == 1

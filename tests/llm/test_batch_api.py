@@ -235,7 +235,7 @@ def test_batches_running_at_the_timeout_stop_the_run_and_a_re_run_polls_them(dat
         late = cli(*args, "--batch-timeout", "1")
         assert late.returncode == 4, late.stderr
         assert "--batch: 1 batches still running after --batch-timeout 1 s" in late.stderr
-        assert "3 of 3 requests not sent; finished records are kept" in late.stderr
+        assert "3 of 3 requests not answered yet (submitted in batches); finished records are kept" in late.stderr
         # Without --batch, the same requests would be paid for again, one by one: refused in one line.
         record = tmp_path / "run" / "prontoqa" / "batches.json"
         for extra in ([], ["--overwrite"]):
