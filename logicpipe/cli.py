@@ -435,14 +435,15 @@ def failures(run_dir: Path = typer.Argument(..., help="a run directory (the --ou
 
 
 @app.command()
-def status(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
-           dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="only this dataset"),
+def status(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run, compare or baseline, or a kb batch)"),
+           dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="only this dataset's folders"),
            refresh: bool = typer.Option(False, "--refresh", help="ask the provider for the status of each batch not read yet (read-only)"),
-           base_url: Optional[str] = typer.Option(None, "--base-url", help="the provider's API, for --refresh (default OPENAI_BASE_URL, else OpenAI's)"),
+           base_url: Optional[str] = typer.Option(None, "--base-url", help="the provider's API, for --refresh (default: the one each run recorded, else OPENAI_BASE_URL, else OpenAI's)"),
            llm_timeout: float = typer.Option(30.0, "--llm-timeout", min=0.1, max=3600.0, help="seconds each --refresh request may take"),
-           as_json: bool = typer.Option(False, "--json", help="print JSON (one object per dataset folder) instead of tables")) -> None:
-    """Where a run stands: records per stage, finished or not, and its provider batches (--batch) with
-    those still out. Reads only: it can look at a run that is going on."""
+           as_json: bool = typer.Option(False, "--json", help="print JSON (one object per run folder) instead of tables")) -> None:
+    """Where a run stands: per run folder under RUN (up to 3 levels down), records per stage, finished or
+    not, and its provider batches (--batch) with those still out. Reads only: it can look at a run that
+    is going on."""
     from .report import status as report
 
     refreshing, close = report.provider(base_url, llm_timeout) if refresh else (None, lambda: None)

@@ -187,14 +187,16 @@ def _plain(console: Console, text: str) -> None:
 
 
 def render_status(console: Console, folders: list) -> None:
-    """`logicpipe status`: a line per dataset folder, then a table of its batches, then what is pending."""
+    """`logicpipe status`: a line per run folder (by its path under RUN), then a table of its batches,
+    then what is pending. Of a kb batch (finished None: it writes no metrics) only its records are said."""
     import time
 
     for folder in folders:
         stages = ", ".join(f"{stage} {count}" for stage, count in folder.stages.items()) or "no records yet"
-        done = (f"finished, accuracy {folder.accuracy:.2f}%" if folder.finished and folder.accuracy is not None
-                else "finished" if folder.finished else "not finished")
-        _plain(console, f"{folder.path}: {folder.problems} problems with records ({stages}); {done}")
+        done = ("" if folder.finished is None
+                else f"; finished, accuracy {folder.accuracy:.2f}%" if folder.finished and folder.accuracy is not None
+                else "; finished" if folder.finished else "; not finished")
+        _plain(console, f"{folder.label}: {folder.problems} problems with records ({stages}){done}")
         for warning in folder.warnings:
             _plain(console, f"warning: {warning}")
         if not folder.batches:

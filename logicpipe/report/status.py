@@ -1,8 +1,10 @@
-"""`logicpipe status RUN`: where a run stands, without touching it. Per dataset folder: the problems
-with records at each stage, whether the run finished (metrics.json), and the batches it has at a
-provider (`--batch`): each one's id and status as last polled, what the ended ones gave, and what is
-still out. With `refresh`, the provider is asked for the status of each batch not read yet (read-only:
-nothing is written, and no lock is taken, so a run that is going on can be looked at)."""
+"""`logicpipe status RUN`: where a run stands, without touching it. Per run folder under RUN (the
+dataset folders of `run`, and those `compare` and `baseline` write a level deeper): the problems with
+records at each stage, whether the run finished (metrics.json; unknown for a kb batch, which writes
+none), and the batches it has at a provider (`--batch`): each one's id and status as last polled, what
+the ended ones gave, and what is still out. With `refresh`, the provider is asked for the status of each
+batch not read yet (read-only: nothing is written, and no lock is taken, so a run that is going on can
+be looked at)."""
 
 from __future__ import annotations
 
@@ -11,9 +13,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import LLMError
+from ..core.errors import LLMError, UsageError
 from ..llm.batchapi import read_record
-from ..stages.store import read_recorded, stage_dirs
+from ..run.folder import RUN_FILE
+from ..stages.store import METRICS_FILE, read_recorded
+
+DEPTH = 3  # how far below RUN run folders are looked for: compare's OUT/<formalism>/<dataset>/ is 2
 
 
 @dataclass
@@ -30,11 +35,12 @@ class Batch:
 
 @dataclass
 class FolderStatus:
-    dataset: str
+    dataset: str  # the folder's name
+    label: str  # its path relative to RUN (`fol/folio`, `baseline-cot/folio`); its name when it is RUN
     path: str
     problems: int  # problems with any record
     stages: dict[str, int]  # stage -> problems with a record that stands
-    finished: bool  # metrics.json is there: evaluate ran over every problem
+    finished: bool | None  # metrics.json is there: evaluate ran over every problem; None: a kb batch (no metrics)
     accuracy: float | None
     batches: list[Batch] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -45,14 +51,74 @@ class FolderStatus:
 
 
 Refresh = Callable[[str], str]  # a batch id -> its status at the provider now
+Refresher = Callable[[str | None], Refresh]  # the base URL a run recorded (None: none) -> its refresh
 
 
-def run_status(run_dir: Path, dataset: str | None = None, refresh: Refresh | None = None) -> list[FolderStatus]:
-    """The status of each dataset folder of `run_dir` (only `dataset`'s if given)."""
-    return [_folder(folder, refresh) for folder in stage_dirs(run_dir, dataset)]
+def run_status(run_dir: Path, dataset: str | None = None,
+               refresh: Refresher | None = None) -> list[FolderStatus]:
+    """The status of each run folder under `run_dir` (only `dataset`'s if given)."""
+    return [_folder(folder, label, refresh) for label, folder in run_folders(run_dir, dataset)]
 
 
-def _folder(folder: Path, refresh: Refresh | None) -> FolderStatus:
+def run_folders(run_dir: Path, dataset: str | None = None) -> list[tuple[str, Path]]:
+    """Each run folder (one holding run.json or metrics.json) under `run_dir`, up to DEPTH levels down, with
+    its path relative to `run_dir`; `run_dir` alone when it is one. A run folder's own folders are not
+    looked into (its batches/ folder is no run). With `dataset`, only the folders of that name."""
+    if not run_dir.is_dir():
+        raise UsageError(f"run directory {run_dir} not found")
+    if (run_dir / "state.json").is_file() and (run_dir / "prompts").is_dir():  # its steps.jsonl is no stage file
+        raise UsageError(f"{run_dir} is a `logicpipe optimize` folder, not a run: its report is "
+                         f"{run_dir / 'report.md'}; view a run made with `logicpipe run --prompts {run_dir / 'best'}`")
+    if _is_run(run_dir):
+        found = [(run_dir.name, run_dir)]
+    else:
+        found = []
+        level = [run_dir]
+        for _ in range(DEPTH):
+            below = [d for parent in level for d in sorted(parent.iterdir()) if d.is_dir()]
+            found += [(d.relative_to(run_dir).as_posix(), d) for d in below if _is_run(d)]
+            level = [d for d in below if not _is_run(d)]
+        found.sort()
+    if not found:
+        raise UsageError(f"{run_dir} holds no run records (no folder with {RUN_FILE} or {METRICS_FILE} in it "
+                         f"or up to {DEPTH} levels below)")
+    if dataset is None:
+        return found
+    wanted = _dataset_key(dataset)
+    chosen = [(label, folder) for label, folder in found if folder.name == wanted]
+    if not chosen:
+        have = ", ".join(dict.fromkeys(folder.name for _, folder in found))
+        raise UsageError(f"no dataset '{dataset}' in {run_dir} (it has: {have})")
+    return chosen
+
+
+def _is_run(folder: Path) -> bool:
+    return (folder / METRICS_FILE).exists() or (folder / RUN_FILE).exists()
+
+
+def _dataset_key(name: str) -> str:
+    from ..data import get_dataset
+
+    try:
+        return get_dataset(name).key
+    except UsageError:
+        return name  # a task file's name
+
+
+def recorded_base_url(identity: dict[str, Any]) -> str | None:
+    """The base URL a run recorded in its run.json: top level, else in a stage's identity (formulate's,
+    refine's, a baseline's or a kb batch's stage); None when it recorded none (it went to
+    OPENAI_BASE_URL, else OpenAI's)."""
+    if identity.get("base_url"):
+        return str(identity["base_url"])
+    stages = identity.get("stages")
+    for fields in (stages.values() if isinstance(stages, dict) else ()):
+        if isinstance(fields, dict) and fields.get("base_url"):
+            return str(fields["base_url"])
+    return None
+
+
+def _folder(folder: Path, label: str, refresher: Refresher | None) -> FolderStatus:
     warnings: list[str] = []
     recorded = read_recorded(folder, warnings)
     stages: dict[str, int] = {}
@@ -75,15 +141,18 @@ def _folder(folder: Path, refresh: Refresh | None) -> FolderStatus:
     batches = [Batch(id=b["id"], status=b.get("status", "?"), lines=b.get("lines", 0), created=b.get("created", 0.0),
                      read=bool(b["read"]), stored=b.get("stored"), failed=b.get("failed"),
                      unfinished=b.get("unfinished")) for b in read_record(folder)]
-    for batch in batches:
-        if refresh is not None and not batch.read and batch.id is not None:
+    asked = [b for b in batches if not b.read and b.id is not None]
+    if refresher is not None and asked:
+        refresh = refresher(recorded_base_url(recorded.identity))
+        for batch in asked:
             try:
-                batch.status = refresh(batch.id)
+                batch.status = refresh(str(batch.id))
             except LLMError as exc:
                 warnings.append(f"{batch.id}: {exc}")
     metrics = recorded.metrics
-    return FolderStatus(folder.name, str(folder), problems, dict(sorted(stages.items(), key=_order)),
-                        bool(metrics), metrics.get("accuracy"), batches, warnings)
+    finished = None if "kb" in recorded.identity else bool(metrics)  # a kb batch writes no metrics.json
+    return FolderStatus(folder.name, label, str(folder), problems, dict(sorted(stages.items(), key=_order)),
+                        finished, metrics.get("accuracy"), batches, warnings)
 
 
 def _kb_records(folder: Path, stages: dict, warnings: list[str]) -> dict[str, int]:
@@ -107,22 +176,36 @@ def _order(item: tuple[str, int]) -> tuple[int, int]:
     return ranks.get(stage, (2, int(stage.rpartition("-")[2]) if stage.startswith("refine-") else 0))
 
 
-def provider(base_url: str | None, timeout: float) -> tuple[Refresh, Callable[[], None]]:
-    """A refresh through the provider's batch API at `base_url` (OPENAI_BASE_URL, else OpenAI's), and
-    its close."""
+def provider(base_url: str | None, timeout: float) -> tuple[Refresher, Callable[[], None]]:
+    """Refreshes through the providers' batch APIs, and their close: each run folder's through `base_url`
+    when given, else through the base URL the run recorded, else OPENAI_BASE_URL, else OpenAI's. A
+    client is made when a folder first needs one, one per distinct URL."""
     import openai
 
     from ..llm.request import api_key, endpoint
 
-    client = openai.OpenAI(base_url=endpoint(base_url), api_key=api_key(base_url), max_retries=2, timeout=timeout)
+    clients: dict[str, openai.OpenAI] = {}
 
-    def refresh(identifier: str) -> str:
-        try:
-            return str(client.batches.retrieve(identifier).status)
-        except openai.APIError as exc:
-            raise LLMError(f"cannot ask for its status ({type(exc).__name__}: {str(exc)[:200]})") from exc
+    def refresher(recorded: str | None) -> Refresh:
+        chosen = base_url or recorded
+        url = endpoint(chosen)
+        if url not in clients:
+            clients[url] = openai.OpenAI(base_url=url, api_key=api_key(chosen), max_retries=2, timeout=timeout)
+        client = clients[url]
 
-    return refresh, client.close
+        def refresh(identifier: str) -> str:
+            try:
+                return str(client.batches.retrieve(identifier).status)
+            except openai.APIError as exc:
+                raise LLMError(f"cannot ask for its status ({type(exc).__name__}: {str(exc)[:200]})") from exc
+
+        return refresh
+
+    def close() -> None:
+        for client in clients.values():
+            client.close()
+
+    return refresher, close
 
 
 def as_json(folders: list[FolderStatus]) -> list[dict[str, Any]]:
