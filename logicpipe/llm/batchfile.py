@@ -111,6 +111,12 @@ class BatchExport:
     def resume(self) -> str:
         return "the requests the cache answered are done"
 
+    def finished(self) -> None:
+        """The run ended with every request answered: a FILE this command did not write holds requests
+        answered already (imported or cached), which a second `vllm run-batch` would pay for again."""
+        if not self._started and self.path.is_file() and self.path.stat().st_size:
+            self.path.write_text("", encoding="utf-8")
+
 
 def exported_ids(path: Path, option: str = "--batch-export") -> set[str]:
     """The custom_ids of a batch input file a command wrote (--batch-export, or --batch's own)."""

@@ -312,6 +312,9 @@ def _hold(ctx: RunContext, problems: ProblemSet, identity: list[str],
         ctx.progress, ctx.tally = shown, total
         ctx.store.finish_files()
         evaluate.conclude(ctx)
+        ended = getattr(ctx.gate, "finished", None)  # --batch-export: a run with nothing left to ask
+        if ended is not None:
+            ended()
     return RunReport(ctx.metrics, list(reports.values()), kept, dict(ctx.store.reads), ctx.store.parsed(),
                      {model: pace.summary() for model, pace in ctx.paces.items()})
 

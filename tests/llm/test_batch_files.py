@@ -68,6 +68,8 @@ def test_a_run_through_batch_files_gives_the_synchronous_runs_records(data_dir, 
                 break
             assert done.returncode == 4, done.stderr
         assert done.returncode == 0, done.stderr
+        # Every request answered: the file the last round wrote no longer holds them, to be paid for again.
+        assert given.read_text() == ""
     for stage in ("formulate", "solve", "interpret"):
         ours, theirs = records(tmp_path / "batch" / "prontoqa", stage), records(tmp_path / "sync" / "prontoqa", stage)
         assert ours.keys() == theirs.keys() and len(ours) == 12
