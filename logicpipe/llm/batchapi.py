@@ -35,11 +35,11 @@ from ..core.errors import LLMError, RunStopped, UsageError
 from .batchfile import URL, batch_line, checked_lines, exported_ids, key_of, read_replies, store_replies
 from .cache import Cache
 from .client import cache_key, default_cache_path
+from .ledger import LEDGER, add_to_ledger
 from .request import Completion, Request, api_key, endpoint
 
 RECORD = "batches.json"
 FOLDER = "batches"
-LEDGER = "spent.json"  # the spending cap's record of what every run into the folder spent (budget.py)
 # What a folder records of money spent, which --overwrite keeps: a fresh start of the records is no
 # refund, so a cap still counts what was spent and a batch still running is polled, not paid twice.
 OUTLIVES_OVERWRITE = (RECORD, FOLDER, LEDGER)
@@ -348,6 +348,9 @@ class BatchAPI:
                                    f"--batch {entry['id']} {file_id}", str(given))
         replies, failed = read_replies(items, self.samples)
         store_replies(replies, entry["model"], self._cache_path, entry["id"])
+        # Paid for: a later run into the folder under a spending cap counts them.
+        add_to_ledger(self.folder, len(replies), sum(r.prompt_tokens for _, r in replies),
+                      sum(r.completion_tokens for _, r in replies))
         for identifier, why in failed.items():
             self._why[key_of(identifier)] = why
         for key, _reply in replies:

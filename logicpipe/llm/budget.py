@@ -3,18 +3,16 @@ the gate (gate.Gate) every request of a run passes, and its ledger, FOLDER/spent
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ..core.errors import DataError, LLMError
-from .batchapi import LEDGER
+from ..core.errors import LLMError
 from .cache import Cache
 from .client import cache_key, default_cache_path
+from .ledger import LEDGER, read_ledger, write_ledger
 from .request import Completion, Request, endpoint
 
 Result = Completion | LLMError
@@ -232,33 +230,15 @@ class Budget:
     def _save(self) -> None:
         if self._ledger is None:
             return
-        self._ledger.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self._ledger.with_name(f".{self.LEDGER}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({"sent": self.total.sent, "prompt_tokens": self.total.prompt_tokens,
-                                   "completion_tokens": self.total.completion_tokens,
-                                   # at this run's prices (those --max-cost counts with); None without
-                                   "cost": self.config.cost(self.total.prompt_tokens,
-                                                            self.total.completion_tokens)}) + "\n")
-        os.replace(tmp, self._ledger)
+        total = self.total
+        # The cost at this run's prices (those --max-cost counts with); None without.
+        write_ledger(self._ledger.parent, total.sent, total.prompt_tokens, total.completion_tokens,
+                     self.config.cost(total.prompt_tokens, total.completion_tokens))
 
     def new_step(self) -> Spend:
         """Close the step's account and open the next one."""
         done, self.step = self.step, Spend()
         return done
-
-
-def read_ledger(folder: Path) -> dict | None:
-    """What every run into the folder sent and spent (its spent.json, kept after each reply): sent,
-    prompt_tokens, completion_tokens and cost (None without prices); None where there is none yet."""
-    path = folder / Budget.LEDGER
-    if not path.is_file():
-        return None
-    try:
-        ledger = json.loads(path.read_text(encoding="utf-8"))
-        return {"sent": int(ledger["sent"]), "prompt_tokens": int(ledger["prompt_tokens"]),
-                "completion_tokens": int(ledger["completion_tokens"]), "cost": ledger.get("cost")}
-    except (ValueError, KeyError, TypeError) as exc:
-        raise DataError(f"{path}: not a spending record ({exc})") from None
 
 
 def _unbilled(error: LLMError) -> bool:

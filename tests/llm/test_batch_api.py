@@ -70,6 +70,10 @@ def test_a_batch_run_with_refinement_gives_the_synchronous_runs_records(data_dir
     calls = metrics[0]["tokens"]["calls"]
     assert [m["tokens"]["batch_calls"] for m in metrics] == [calls, 0], metrics
     assert [m["tokens"]["cached_calls"] for m in metrics] == [0, 0], metrics
+    # What the batches cost is in the folder's ledger, which a later run under a spending cap counts.
+    ledger = json.loads((tmp_path / "batch" / "prontoqa" / "spent.json").read_text())
+    assert (ledger["sent"], ledger["prompt_tokens"], ledger["completion_tokens"]) == \
+        (calls, metrics[0]["tokens"]["prompt_tokens"], metrics[0]["tokens"]["completion_tokens"])
     for figures in metrics:
         figures["tokens"].pop("batch_calls")
         figures.pop("source")
