@@ -115,18 +115,25 @@ def mermaid(results: list[dict[str, Any]]) -> str:
 
 
 def _reason(node: Node) -> str:
+    if not node.get("proved", True):
+        return f"{node['goal']} fails"
     clause = node["clause"]
     return f"{node['goal']} (current value)" if clause == "percept" else node["goal"]
 
 
 def _explain(node: Node) -> list[str]:
-    """One sentence per rule application, outermost first: "G holds by file:line, because A; B."."""
+    """One sentence per rule application, outermost first: "G holds by file:line, because A; B.". A
+    negation's tree holds the negated goal's failed search: "G does not hold: file:line needs A; B fails."."""
     sentences = []
     for current, _ in _depth_first(node):
         children = current.get("children", [])
-        if children:
-            because = "; ".join(_reason(c) for c in children)
-            sentences.append(f"{current['goal']} holds by {current['clause']}, because {because}.")
+        if not children:
+            continue
+        parts = "; ".join(_reason(c) for c in children)
+        if current.get("proved", True):
+            sentences.append(f"{current['goal']} holds by {current['clause']}, because {parts}.")
+        else:
+            sentences.append(f"{current['goal']} does not hold: {current['clause']} needs {parts}.")
     return sentences
 
 
