@@ -16,7 +16,7 @@ from typing import Any
 from ..core.errors import LLMError, UsageError
 from ..llm.batchapi import read_record
 from ..run.folder import RUN_FILE
-from ..stages.store import METRICS_FILE, read_recorded
+from ..stages.store import METRICS_FILE, is_run_folder, of_dataset, read_recorded, runs_in
 
 DEPTH = 3  # how far below RUN run folders are looked for: compare's OUT/<formalism>/<dataset>/ is 2
 
@@ -64,45 +64,24 @@ def run_folders(run_dir: Path, dataset: str | None = None) -> list[tuple[str, Pa
     """Each run folder (one holding run.json or metrics.json) under `run_dir`, up to DEPTH levels down, with
     its path relative to `run_dir`; `run_dir` alone when it is one. A run folder's own folders are not
     looked into (its batches/ folder is no run). With `dataset`, only the folders of that name."""
-    if not run_dir.is_dir():
-        raise UsageError(f"run directory {run_dir} not found")
-    if (run_dir / "state.json").is_file() and (run_dir / "prompts").is_dir():  # its steps.jsonl is no stage file
-        raise UsageError(f"{run_dir} is a `logicpipe optimize` folder, not a run: its report is "
-                         f"{run_dir / 'report.md'}; view a run made with `logicpipe run --prompts {run_dir / 'best'}`")
-    if _is_run(run_dir):
+    runs_in(run_dir)
+    if is_run_folder(run_dir):
         found = [(run_dir.name, run_dir)]
     else:
         found = []
         level = [run_dir]
         for _ in range(DEPTH):
             below = [d for parent in level for d in sorted(parent.iterdir()) if d.is_dir()]
-            found += [(d.relative_to(run_dir).as_posix(), d) for d in below if _is_run(d)]
-            level = [d for d in below if not _is_run(d)]
+            found += [(d.relative_to(run_dir).as_posix(), d) for d in below if is_run_folder(d)]
+            level = [d for d in below if not is_run_folder(d)]
         found.sort()
     if not found:
         raise UsageError(f"{run_dir} holds no run records (no folder with {RUN_FILE} or {METRICS_FILE} in it "
                          f"or up to {DEPTH} levels below)")
     if dataset is None:
         return found
-    wanted = _dataset_key(dataset)
-    chosen = [(label, folder) for label, folder in found if folder.name == wanted]
-    if not chosen:
-        have = ", ".join(dict.fromkeys(folder.name for _, folder in found))
-        raise UsageError(f"no dataset '{dataset}' in {run_dir} (it has: {have})")
-    return chosen
-
-
-def _is_run(folder: Path) -> bool:
-    return (folder / METRICS_FILE).exists() or (folder / RUN_FILE).exists()
-
-
-def _dataset_key(name: str) -> str:
-    from ..data import get_dataset
-
-    try:
-        return get_dataset(name).key
-    except UsageError:
-        return name  # a task file's name
+    keep = of_dataset(run_dir, [folder for _, folder in found], dataset)
+    return [(label, folder) for label, folder in found if folder in keep]
 
 
 def recorded_base_url(identity: dict[str, Any]) -> str | None:

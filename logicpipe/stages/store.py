@@ -150,27 +150,36 @@ def read_json(path: Path, warnings: list[str]) -> dict[str, Any]:
 
 def stage_dirs(run_dir: Path, dataset: str | None = None) -> list[Path]:
     """The dataset directories of RUN (or RUN itself when it is one), only `dataset`'s if given."""
+    runs_in(run_dir)
+    folders = [d for d in sorted(run_dir.iterdir()) if d.is_dir() and is_run_folder(d)]
+    if not folders and is_run_folder(run_dir):  # given RUN/<dataset> itself
+        folders = [run_dir]
+    if not folders:
+        raise UsageError(f"{run_dir} holds no run records (no <dataset>/ folder with stage files)")
+    return folders if dataset is None else of_dataset(run_dir, folders, dataset)
+
+
+def runs_in(run_dir: Path) -> None:
+    """One line for a folder that cannot hold runs: missing, or an optimisation's."""
     if not run_dir.is_dir():
         raise UsageError(f"run directory {run_dir} not found")
     if (run_dir / "state.json").is_file() and (run_dir / "prompts").is_dir():  # its steps.jsonl is no stage file
         raise UsageError(f"{run_dir} is a `logicpipe optimize` folder, not a run: its report is "
                          f"{run_dir / 'report.md'}; view a run made with `logicpipe run --prompts {run_dir / 'best'}`")
-    folders = [d for d in sorted(run_dir.iterdir()) if d.is_dir() and _is_stage_dir(d)]
-    if not folders and _is_stage_dir(run_dir):  # given RUN/<dataset> itself
-        folders = [run_dir]
-    if not folders:
-        raise UsageError(f"{run_dir} holds no run records (no <dataset>/ folder with stage files)")
-    if dataset is None:
-        return folders
+
+
+def of_dataset(run_dir: Path, folders: list[Path], dataset: str) -> list[Path]:
+    """The run folders of `dataset` (a built-in's name or alias, or a task's), else one line naming those
+    there are."""
     wanted = _dataset_key(dataset)
     chosen = [d for d in folders if d.name == wanted]
     if not chosen:
-        have = ", ".join(d.name for d in folders)
+        have = ", ".join(dict.fromkeys(d.name for d in folders))
         raise UsageError(f"no dataset '{dataset}' in {run_dir} (it has: {have})")
     return chosen
 
 
-def _is_stage_dir(folder: Path) -> bool:
+def is_run_folder(folder: Path) -> bool:
     # Every run writes run.json before any record (a run with none yet: its first round still out in a
     # provider's batch); a folder of JSONL files without one is no run (a run's own batches/ folder).
     return (folder / METRICS_FILE).exists() or (folder / RUN_FILE).exists()
