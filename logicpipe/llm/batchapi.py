@@ -171,14 +171,14 @@ class BatchAPI:
         return False  # every request admitted is answered by the cache or by its failure
 
     def spent(self) -> str | None:
-        running = [b["id"] for b in self._record() if not b.get("read")]
+        running = pending(self.folder)
         if not running:
             return f"--batch: requests left unanswered by {self.retries + 1} batches in turn (expired or cancelled)"
         return (f"--batch: {len(running)} batches still running after --batch-timeout {self.timeout:g} s "
                 f"(ids in {self.folder / RECORD})")
 
     def resume(self) -> str:
-        if any(not b.get("read") for b in self._record()):
+        if pending(self.folder):
             return "re-run the command to go on polling them (nothing is submitted twice)"
         return "re-run the command to submit them again"
 
