@@ -8,12 +8,14 @@ be looked at)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..core.errors import LLMError, UsageError
+from ..core.trajectory import Trajectory
 from ..llm.batchapi import read_record
 from ..run.folder import RUN_FILE
 from ..stages.store import METRICS_FILE, is_run_folder, of_dataset, read_recorded, runs_in
@@ -100,23 +102,12 @@ def recorded_base_url(identity: dict[str, Any]) -> str | None:
 def _folder(folder: Path, label: str, refresher: Refresher | None) -> FolderStatus:
     warnings: list[str] = []
     recorded = read_recorded(folder, warnings)
-    stages: dict[str, int] = {}
-
-    def count(stage: str, has: bool) -> None:
-        if has:
-            stages[stage] = stages.get(stage, 0) + 1
-
-    problems = recorded.total
-    if "kb" in recorded.identity:  # a kb batch (kb ask --questions, kb validate --answers): its one stage file
+    kb = "kb" in recorded.identity  # a kb batch (kb ask --questions, kb validate --answers): one stage file
+    if kb:
         stages = _kb_records(folder, recorded.identity.get("stages", {}), warnings)
         problems = max(stages.values(), default=0)
-    for trajectory in recorded.trajectories:
-        count("formulate", trajectory.formulated is not None)
-        count("solve", 0 in trajectory.solved)
-        for round_ in trajectory.refined:
-            count(f"refine-{round_}", True)
-        count("interpret", trajectory.interpreted is not None)
-        count("evaluate", trajectory.evaluated is not None)
+    else:
+        stages, problems = _stage_records(recorded.trajectories), recorded.total
     batches = [Batch(id=b["id"], status=b.get("status", "?"), lines=b.get("lines", 0), created=b.get("created", 0.0),
                      read=bool(b["read"]), stored=b.get("stored"), failed=b.get("failed"),
                      unfinished=b.get("unfinished")) for b in read_record(folder)]
@@ -129,9 +120,20 @@ def _folder(folder: Path, label: str, refresher: Refresher | None) -> FolderStat
             except LLMError as exc:
                 warnings.append(f"{batch.id}: {exc}")
     metrics = recorded.metrics
-    finished = None if "kb" in recorded.identity else bool(metrics)  # a kb batch writes no metrics.json
+    finished = None if kb else bool(metrics)  # a kb batch writes no metrics.json
     return FolderStatus(folder.name, label, str(folder), problems, dict(sorted(stages.items(), key=_order)),
                         finished, metrics.get("accuracy"), batches, warnings)
+
+
+def _stage_records(trajectories: list[Trajectory]) -> dict[str, int]:
+    """Problems with a record that stands, per pipeline stage (each refinement round its own)."""
+    stages: Counter[str] = Counter()
+    for trajectory in trajectories:
+        has = {"formulate": trajectory.formulated is not None, "solve": 0 in trajectory.solved,
+               "interpret": trajectory.interpreted is not None, "evaluate": trajectory.evaluated is not None,
+               **{f"refine-{round_}": True for round_ in trajectory.refined}}
+        stages.update(name for name, there in has.items() if there)
+    return dict(stages)
 
 
 def _kb_records(folder: Path, stages: dict, warnings: list[str]) -> dict[str, int]:
