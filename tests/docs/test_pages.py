@@ -169,3 +169,29 @@ def test_the_pages_have_blocks_that_run_and_say_why_the_others_do_not():
     runnable = [b for b in found if b.why_not_run is None]
     assert len(runnable) >= len(found) // 3, [f"{b.page}#{b.number}" for b in runnable]
     assert {"README.md", "docs/pipeline.md", "docs/viewer.md", "docs/reproduce.md"} <= set(runnable_pages())
+
+
+def background_logs_reused(script: str) -> list[str]:
+    """Files a background command writes that the page wrote before it. A reader's `until grep -q serving
+    LOG` then finds the earlier server's line before the new one truncates LOG, and the next `grep` reads
+    an empty file (CI hit this: docs/kb.md's batch dry run reused its first dry run's serve.log)."""
+    written: set[str] = set()
+    reused = []
+    for line in re.sub(r"\\\n\s*", " ", script).splitlines():
+        targets = re.findall(r"(?<![0-9&])>\s*([\w./-]+)", line.split("#")[0])
+        if line.rstrip().endswith("&"):
+            reused += [target for target in targets if target in written]
+        written.update(targets)
+    return reused
+
+
+@pytest.mark.parametrize("page", runnable_pages())
+def test_a_background_server_writes_a_log_of_its_own(page):
+    script = "\n".join(block.script() for block in blocks(ROOT / page) if block.why_not_run is None)
+    assert background_logs_reused(script) == [], f"{page}: a background command reuses an earlier log"
+
+
+def test_a_reused_background_log_is_found():
+    script = "serve > serve.log 2>&1 &\nkill $S\nserve --other > serve.log 2>&1 &\n"
+    assert background_logs_reused(script) == ["serve.log"]
+    assert background_logs_reused("a > one.log 2>&1 &\nb > two.log 2>&1 &\n") == []
