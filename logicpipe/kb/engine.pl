@@ -374,22 +374,28 @@ sandbox_asserted :-
 
 % What a node shows: the term as written, without the sandbox's wrappers.
 unwrap(T, T) :- var(T), !.
-unwrap(user:checked(G), U) :- !, unwrap(G, U).
-unwrap((G, user:lp_limit_result(_)), U) :- !, unwrap(G, U).
-unwrap(user:lp_closure(C), U) :- !, unwrap(C, U).
-unwrap(user:lp_lambda(_, Params, G), Params>>U) :- !, unwrap(G, U).
-unwrap(user:lp_dcg(G), U) :- !, unwrap(G, U).
-unwrap(user:lp_dcg_body(_, _, G), {U}) :- !, unwrap(G, U).
-unwrap(user:lp_colon(G), U) :- !, unwrap(G, U).
-unwrap(user:lp_format(G), U) :- !, unwrap(G, U).
-unwrap(user:safe_assert(How, C, Rest), U) :- !, unwrap(C, UC), U =.. [How, UC|Rest].
-unwrap(user:lp_apply(C, Args), apply(UC, Args)) :- !, unwrap(C, UC).
+unwrap(T, U) :- shaped(user:checked(G), T), !, unwrap(G, U).
+unwrap(T, U) :- shaped((G, user:lp_limit_result(_)), T), !, unwrap(G, U).
+unwrap(T, U) :- shaped(user:lp_closure(C), T), !, unwrap(C, U).
+unwrap(T, Params>>U) :- shaped(user:lp_lambda(_, Params, G), T), !, unwrap(G, U).
+unwrap(T, U) :- shaped(user:lp_dcg(G), T), !, unwrap(G, U).
+unwrap(T, {U}) :- shaped(user:lp_dcg_body(_, _, G), T), !, unwrap(G, U).
+unwrap(T, U) :- shaped(user:lp_colon(G), T), !, unwrap(G, U).
+unwrap(T, U) :- shaped(user:lp_format(G), T), !, unwrap(G, U).
+unwrap(T, U) :- shaped(user:safe_assert(How, C, Rest), T), !, unwrap(C, UC), U =.. [How, UC|Rest].
+unwrap(T, apply(UC, Args)) :- shaped(user:lp_apply(C, Args), T), !, unwrap(C, UC).
 unwrap(T, U) :-                                   % a rewritten catch/3 shows its own catcher and recovery
-    compound(T), compound_name_arguments(T, Name, [G, _, user:lp_recover(_, C, R)]), !,
+    compound(T), compound_name_arguments(T, Name, [G, _, Recover]),
+    shaped(user:lp_recover(_, C, R), Recover), !,
     unwrap(G, UG), unwrap(C, UC), unwrap(R, UR), compound_name_arguments(U, Name, [UG, UC, UR]).
 unwrap(T, U) :- compound(T), !,
     compound_name_arguments(T, N, Args), maplist(unwrap, Args, UArgs), compound_name_arguments(U, N, UArgs).
 unwrap(T, T).
+
+% shaped(+Pattern, +T): T is an instance of Pattern (a wrapper the rewriting made), whose variables are
+% then bound to T's parts. Unifying instead would bind a variable of T: a goal p(a, z, M) would read as
+% a rewritten catch/3, M bound to its recovery and z shown as a fresh variable.
+shaped(Pattern, T) :- subsumes_term(Pattern, T), Pattern = T.
 
 % --- proving --------------------------------------------------------------------------------
 
