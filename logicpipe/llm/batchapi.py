@@ -179,8 +179,8 @@ class BatchAPI:
 
     def resume(self) -> str:
         if pending(self.folder):
-            return "re-run the command to go on polling them (nothing is submitted twice)"
-        return "re-run the command to submit them again"
+            return "finished records are kept; re-run the command to go on polling them (nothing is submitted twice)"
+        return "finished records are kept; re-run the command to submit them again"
 
     # The batches
 

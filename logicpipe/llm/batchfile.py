@@ -109,7 +109,7 @@ class BatchExport:
                 f"`vllm run-batch -i {self.path} -o OUTPUT`, then re-run this command with --batch-import OUTPUT)")
 
     def resume(self) -> str:
-        return "the requests the cache answered are done"
+        return "finished records are kept; the requests the cache answered are done"
 
     def finished(self) -> None:
         """The run ended with every request answered: a FILE this command did not write holds requests

@@ -126,10 +126,12 @@ class Budget:
         return max(0, self.max_calls - self.sent)
 
     def resume(self) -> str:
-        """What a user does to finish what the cap held back."""
+        """What is kept and what a user does to finish what the cap held back."""
+        # Without a ledger the command has no folder (one question): it wrote no record to keep.
+        kept = "finished records are kept; " if self._ledger is not None else "no answer is written; "
         if self.blind:
-            return "re-run without the cap to finish (replies already paid for come from the cache)"
-        return "re-run with a higher cap to finish (replies already paid for come from the cache)"
+            return f"{kept}re-run without the cap to finish (replies already paid for come from the cache)"
+        return f"{kept}re-run with a higher cap to finish (replies already paid for come from the cache)"
 
     def spent(self) -> str | None:
         """Why nothing more may be sent, or None."""

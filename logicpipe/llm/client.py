@@ -275,7 +275,7 @@ class LLMClient:
             raise
         if self.held and gate is not None:
             raise BudgetSpent(f"{gate.spent() or 'the model budget is spent'}: {self.held} of {len(wanted)} "
-                              f"requests {gate.held_as}; finished records are kept; {gate.resume()}")
+                              f"requests {gate.held_as}; {gate.resume()}")
 
     async def _run(self, requests: list[Request], on_result: OnResult) -> None:
         import openai

@@ -50,7 +50,7 @@ class Gate(Protocol):
         ...
 
     def resume(self) -> str:
-        """What a user does to finish what was held back."""
+        """What is kept and what a user does to finish what was held back."""
         ...
 
     def stop(self) -> None:

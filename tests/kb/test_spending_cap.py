@@ -64,3 +64,17 @@ def test_a_cap_on_kb_validate_without_prices_is_one_line_before_anything_is_writ
         bad = kbcli("kb", "validate", str(CAMPUS), *args, "--model", "m", "--base-url", "http://127.0.0.1:9/v1")
         assert bad.returncode == 2 and bad.stderr == said, bad.stderr
     assert not out.exists()
+
+
+def test_a_capped_single_question_says_no_answer_is_written(kbcli, tmp_path):
+    # One question has no folder: the stop line must not speak of finished records kept.
+    def reply(body):
+        return "```prolog\nstudent(bob)\n```" if body["_logicpipe"]["purpose"] == "kb-goals" else "Yes."
+
+    with FakeOpenAI(reply) as server:
+        stopped = kbcli("kb", "ask", str(CAMPUS), "Is Bob a student?", *NOW, "--model", "fake", "--base-url",
+                        server.url, "--llm-cache", str(tmp_path / "cache.sqlite"), "--max-tokens-total", "10")
+        assert len(server.requests) == 1  # the goals; the answer's request is held back
+    assert stopped.returncode == 4 and stopped.stdout == ""
+    last = stopped.stderr.strip().splitlines()[-1]
+    assert "1 of 1 requests not sent; no answer is written; re-run with a higher cap" in last, last
