@@ -35,7 +35,7 @@ from ..core.errors import LLMError, RunStopped, UsageError
 from .batchfile import URL, batch_line, checked_lines, exported_ids, key_of, read_replies, store_replies
 from .cache import Cache
 from .client import cache_key, default_cache_path
-from .ledger import LEDGER, add_to_ledger
+from .ledger import LEDGER, add_batch_to_ledger
 from .request import Completion, Request, api_key, endpoint
 
 RECORD = "batches.json"
@@ -349,8 +349,8 @@ class BatchAPI:
         replies, failed = read_replies(items, self.samples)
         store_replies(replies, entry["model"], self._cache_path, entry["id"])
         # Paid for: a later run into the folder under a spending cap counts them.
-        add_to_ledger(self.folder, len(replies), sum(r.prompt_tokens for _, r in replies),
-                      sum(r.completion_tokens for _, r in replies))
+        add_batch_to_ledger(self.folder, entry["id"], len(replies), sum(r.prompt_tokens for _, r in replies),
+                            sum(r.completion_tokens for _, r in replies))
         for identifier, why in failed.items():
             self._why[key_of(identifier)] = why
         for key, _reply in replies:

@@ -287,6 +287,35 @@ def test_overwrite_keeps_the_batches_it_paid_for(data_dir, tmp_path):
     assert len(records(tmp_path / "run" / "prontoqa", "interpret")) == 3
 
 
+def billed(fake):
+    """What the server's batches billed: lines answered, prompt and completion tokens (its output files)."""
+    lines = [json.loads(line) for entry in fake.batches if entry["batch"]["output_file_id"]
+             for line in fake.files[entry["batch"]["output_file_id"]].decode().splitlines()]
+    usage = [line["response"]["body"]["usage"] for line in lines]
+    return len(lines), sum(u["prompt_tokens"] for u in usage), sum(u["completion_tokens"] for u in usage)
+
+
+def test_a_batch_read_again_after_a_kill_is_counted_once_in_the_ledger(data_dir, tmp_path):
+    """A kill after a batch's replies were counted in spent.json and before batches.json recorded it read
+    leaves it unread: the re-run reads it again (nothing is submitted) and must not count it twice."""
+    with FakeOpenAI(replies(data_dir), batch_delay=0.2) as fake:
+        args = [*common(data_dir, fake, tmp_path, "run", limit=4), "--batch", "--batch-poll", "0.2"]
+        done = cli(*args)
+        assert done.returncode == 0, done.stderr
+        folder = tmp_path / "run" / "prontoqa"
+        spent = json.loads((folder / "spent.json").read_text())
+        assert (spent["sent"], spent["prompt_tokens"], spent["completion_tokens"]) == billed(fake) != (0, 0, 0)
+        record = json.loads((folder / "batches.json").read_text())
+        for entry in record["batches"]:
+            entry["read"] = False  # as the kill left it: no records of the round either (--overwrite)
+        (folder / "batches.json").write_text(json.dumps(record))
+        again = cli(*args, "--overwrite")
+        assert again.returncode == 0, again.stderr
+        assert len(fake.batches) == 1 and len(fake.requests) == 0
+        assert all(b["read"] for b in json.loads((folder / "batches.json").read_text())["batches"])
+        assert json.loads((folder / "spent.json").read_text()) == spent
+
+
 def test_the_scripted_batch_api_through_the_openai_client(data_dir):
     """Upload, create, the statuses on the way, the output file; and a cancel, answered at once."""
     import openai
