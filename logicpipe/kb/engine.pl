@@ -17,7 +17,7 @@
 :- ensure_loaded(guard).
 
 :- dynamic load_message/4, display_name/2, kb_pred/2, percept_pred/2, allowed_builtin/2, loading/0,
-           auto_tabled/2, found_answer/1.
+           auto_tabled/2, found_answer/1, loaded_pred/2.
 :- discontiguous handle/3.
 
 :- multifile user:message_hook/3.
@@ -130,6 +130,7 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
     forall(member(F, Request.files), catch(load_kb_file(F), E, print_message(error, E))),
     retractall(loading),
     forall(own_predicate(N, A), assertz(kb_pred(N, A))),
+    forall(current_predicate(kb:N/A), assertz(loaded_pred(N, A))),   % what a goal may not leave behind
     sandbox_asserted,
     table_left_recursion,
     table_recursive_callers,
@@ -353,8 +354,13 @@ reaches(Edge, [P|Queue], Seen, To) :-
 :- multifile user:term_expansion/2.
 user:term_expansion(Term, Expanded) :-
     loading,
-    prolog_load_context(source, File), display_name(File, _),
+    prolog_load_context(source, File), \+ library_file(File),
     expand_clause(Term, Expanded).
+
+% SWI-Prolog's own libraries, which a KB may load (use_module(library(...))), are not the KB's code; every
+% other file it loads (consult, ensure_loaded, include, a module of its own) is, and is rewritten.
+library_file(File) :-
+    current_prolog_flag(home, Home), atom_concat(Home, '/', Prefix), sub_atom(File, 0, _, _, Prefix).
 
 expand_clause((Head :- Body), (Head :- Safe)) :- !,
     safe_body(trusted, Body, Safe).
@@ -401,20 +407,41 @@ shaped(Pattern, T) :- subsumes_term(Pattern, T), Pattern = T.
 
 % Each goal runs against the KB as it loaded (with this request's percepts), in a snapshot: what it
 % asserts or retracts is undone once its reply is made, so that no goal (no question of a batch, which
-% may run in any order and resume) changes another's answer.
+% may run in any order and resume) changes another's answer. So are the percepts (which replace the
+% KB's own facts of their predicates), the Prolog flags a goal set (prefer_rationals, double_quotes,
+% occurs_check, ... change what later goals derive) and the predicates it created (an assert into, or
+% a retract from, an undefined predicate defines it, and a later call of it then fails, not errs).
 handle("prove", Request, Reply) :-
-    set_percepts(Request.percepts),
-    abolish_all_tables,                       % percepts may have changed what tabled predicates derive
     term_string(Goal0, Request.goal, [variable_names(Names)]),
-    snapshot(prove(Request, Goal0, Names, Reply)).
+    abolish_all_tables,                       % outside the snapshot: tables are no database SWI rolls back
+    isolated(( set_percepts(Request.percepts), prove(Request, Goal0, Names, Reply) )).
+
+isolated(Goal) :-
+    findall(F-V, current_prolog_flag(F, V), Flags),
+    setup_call_cleanup(true, snapshot(Goal), ( restore_flags(Flags), abolish_created )).
+
+restore_flags(Flags) :-
+    forall(( member(F-V, Flags), \+ current_prolog_flag(F, V) ),
+           catch(set_prolog_flag(F, V), _, true)),
+    % A flag that was not set before cannot be unset, but the tabling limits it may be
+    % (max_answers_for_subgoal, ...) are lifted by `infinite`, which removes them.
+    forall(( current_prolog_flag(F, _), \+ memberchk(F-_, Flags) ),
+           catch(set_prolog_flag(F, infinite), _, true)).
+
+abolish_created :-                            % not tabling's own ('$wrap$p'/N, made on a first call)
+    forall(( current_predicate(kb:N/A), \+ loaded_pred(N, A), \+ sub_atom(N, 0, _, _, '$'), functor(H, N, A),
+             predicate_property(kb:H, dynamic), \+ predicate_property(kb:H, imported_from(_)) ),
+           abolish(kb:N/A)).
 
 prove(Request, Goal0, Names, Reply) :-
     Max = Request.max_solutions,
     Probe is Max + 1,                         % one more than shown tells whether the list is complete
     retractall(found_answer(_)),
     bounded(Request, ( checked_body(Goal0, Goal),
-                       forall(limit(Probe, call_delays(kb:Goal, Delays)), found(Goal, Delays)) ), Outcome),
-    findall(Answer, found_answer(Answer), Found),
+                       forall(limit(Probe, call_delays(kb:Goal, Delays)), found(Goal, Delays)) ), Outcome0),
+    (   undefined_in_tables -> Outcome = undefined_tabled, Found = []
+    ;   Outcome = Outcome0, findall(Answer, found_answer(Answer), Found)
+    ),
     length(Found, Count),
     (   Count > Max -> length(Shown, Max), append(Shown, _, Found) ; Shown = Found ),
     (   Outcome == ok, Count =< Max -> Truncated = false ; Outcome == ok -> Truncated = true
@@ -424,6 +451,14 @@ prove(Request, Goal0, Names, Reply) :-
     Reply = _{status: Status, proved: Proved, reason: Reason, limit: Limit, truncated: Truncated,
               solutions: Solutions, explored: Explored},
     ( Status == proved -> Proved = true ; Proved = false ).
+
+% A tabled answer the search derived that is neither true nor false (undefined under the well-founded
+% semantics, or cut by a tabling answer limit under bounded rationality): an answer only top-level
+% delays would show can also reach the goal through findall, \+, forall or an aggregate, which make it
+% look definite. Any such answer makes the whole search unknown, with no answer shown.
+undefined_in_tables :-
+    current_table(_:_, Trie),                 % the KB's modules too
+    '$tbl_answer'(Trie, _, Condition), Condition \== true, !.
 
 % An answer counts only while no limit has fired: after one that a catch swallowed, the search is over.
 % An answer with delays is undefined under the well-founded semantics (tabled negation through a loop,
@@ -465,6 +500,8 @@ outcome_reason(error(resource_error(_), _), "memory", "memory (stack) limit exce
 outcome_reason(failed, null, "the engine failed") :- !.
 outcome_reason('$aborted', null, "the goal aborted") :- !.
 outcome_reason(undefined_wfs, null, "undefined under the well-founded semantics (tabled negation in a loop)") :- !.
+outcome_reason(undefined_tabled, null, "the search used a tabled answer that is neither true nor false (undefined under the well-founded semantics, or cut by a tabling answer limit)") :- !.
+outcome_reason(exception(Ball), null, Text) :- !, format(string(Text), "the goal raised ~q", [Ball]).
 outcome_reason(Error, null, Text) :- message_text(Error, Text).
 
 % bounded(+Request, :Goal, -Outcome): run Goal once under the request's time and inference limits.
@@ -481,6 +518,7 @@ bounded(Request, Goal, Outcome) :-
     nb_getval(lp_fired, Fired),
     nb_setval(lp_fired, off),
     (   Fired \== none -> Outcome = Fired
+    ;   Error == ok -> Outcome = exception(ok)        % a goal that throws `ok` did not end the search
     ;   nonvar(Error) -> Outcome = Error
     ;   Status == inference_limit_exceeded -> Outcome = inference_limit_exceeded
     ;   Outcome = ok

@@ -1,0 +1,130 @@
+"""No goal changes another's answer, and nothing a goal does to catch or hide a limit, an exception or an
+undefined answer makes it true or false. Each goal of a `kb prove` is held against the same goal proved
+alone, and against plain swipl on the same KB where swipl gives a definite answer (the red-team findings
+of 2026-12-05: a thrown `ok`, flags, predicates an assert created, percepts, files the KB loads, and
+undefined tabled answers read through findall or negation)."""
+
+import json
+import subprocess
+
+import pytest
+
+from logicpipe.kb.knowledge import KnowledgeBase, parse_percept
+from logicpipe.solvers.lp import swipl_path
+
+
+def statuses(kbcli, kb, *goals):
+    done = kbcli("kb", "prove", str(kb), *goals, "--format", "json", "--time", "5")
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert len(replies) == len(goals), done.stderr
+    return [reply["status"] for reply in replies]
+
+
+def plain_swipl(kb, goal):
+    """'true', 'false' or 'raised': the goal on a fresh swipl that consulted the KB."""
+    query = f"catch((({goal}) -> R = true ; R = false), _, R = raised), write(R)"
+    done = subprocess.run([swipl_path(), "-q", "-g", f"consult('{kb}'), {query}", "-t", "halt"],
+                          capture_output=True, text=True, timeout=60)
+    return done.stdout.strip()
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def test_a_thrown_ok_is_no_finished_search(kbcli, tmp_path):
+    kb = write(tmp_path, "thr.pl", "fact(0).\nfact(1).\nfail_with(E) :- throw(E).\n")
+    goals = ["fact(X), fact(Y), Y > X, fail_with(ok)", "fail_with(ok)"]
+    assert [plain_swipl(kb, goal) for goal in goals] == ["raised", "raised"]
+    assert statuses(kbcli, kb, *goals) == ["unknown", "unknown"]
+    done = kbcli("kb", "prove", str(kb), "(fact(X) ; fail_with(ok))", "--format", "json")
+    reply = json.loads(done.stdout)
+    assert reply["truncated"] is True and "raised ok" in reply["reason"]  # two answers, then the exception
+
+
+@pytest.mark.parametrize("rules,setter,goal,alone", [
+    ("third(X, Y) :- set_prolog_flag(prefer_rationals, true), Y is X / 3.\n", "third(3, _)",
+     "X is 1 / 2, X == 0.5", "true"),
+    ("atoms :- set_prolog_flag(double_quotes, atom).\n", "atoms", "X = \"abc\", string(X)", "true"),
+    ("occurs :- set_prolog_flag(occurs_check, true).\n", "occurs", "\\+ X = f(X)", "false"),
+])
+def test_a_flag_a_goal_sets_does_not_reach_the_next_goal(kbcli, tmp_path, rules, setter, goal, alone):
+    kb = write(tmp_path, "flags.pl", rules)
+    assert plain_swipl(kb, goal) == alone
+    verdict = {"true": "proved", "false": "failed"}[alone]
+    assert statuses(kbcli, kb, goal, setter, goal) == [verdict, "proved", verdict]
+
+
+def test_a_predicate_an_assert_created_is_gone_for_the_next_goal(kbcli, tmp_path):
+    kb = write(tmp_path, "leak.pl", "note(X) :- assertz(seen(X)).\nwas_seen(X) :- seen(X).\n")
+    assert plain_swipl(kb, "was_seen(b)") == "raised"  # seen/1 does not exist
+    assert statuses(kbcli, kb, "was_seen(b)", "note(a)", "was_seen(b)", "\\+ was_seen(b)") == \
+        ["unknown", "proved", "unknown", "unknown"]
+
+
+def test_a_percept_of_one_goal_leaves_the_kbs_own_facts_for_the_next(tmp_path):
+    kb = write(tmp_path, "perc.pl", ":- dynamic p_weather/1.\np_weather(rainy).\nwet :- p_weather(rainy).\n")
+    assert plain_swipl(kb, "wet") == "true"
+    base = KnowledgeBase(kb)
+    try:
+        seen = [base.prove("wet")["status"], base.prove("wet", [parse_percept("p_weather=sunny")])["status"],
+                base.prove("wet")["status"]]
+    finally:
+        base.close()
+    assert seen == ["proved", "failed", "proved"]
+
+
+HELPERS = """\
+holds(G) :- G.
+shallow(G) :- call_with_depth_limit(G, 20, _).
+chain(0) :- !.
+chain(N) :- N1 is N - 1, chain(N1).
+"""
+
+
+def test_rules_in_a_file_the_kb_loads_are_guarded_as_its_own(kbcli, tmp_path):
+    (tmp_path / "inc").mkdir()
+    loads = write(tmp_path, "inc/main.pl", ":- ensure_loaded(helpers).\n:- use_module(library(lists)).\nfact(0).\n")
+    write(tmp_path, "inc/helpers.pl", HELPERS)
+    inline = write(tmp_path, "inline.pl", HELPERS + "fact(0).\n")
+    marker = tmp_path / "pwned"
+    goals = ["holds(set_prolog_flag(double_quotes, atom))", "holds(assertz(newpred(1)))",
+             f"holds(open('{marker}', write, _))", "shallow(chain(100))", "\\+ shallow(chain(100))",
+             "holds(fact(0))", "sum_list([1, 2], 3)"]
+    expected = ["unknown"] * 5 + ["proved", "proved"]
+    assert statuses(kbcli, inline, *goals) == expected
+    assert statuses(kbcli, loads, *goals) == expected
+    assert not marker.exists()
+
+
+WFS = """\
+:- table reach/2.
+reach(X, Y) :- reach(X, Z), edge(Z, Y).
+reach(X, Y) :- edge(X, Y).
+edge(a, b). edge(b, c). edge(c, d). edge(d, e).
+cap :- set_prolog_flag(max_answers_for_subgoal, 2), set_prolog_flag(max_answers_for_subgoal_action, bounded_rationality).
+:- table r/0.
+r :- tnot(r).
+"""
+
+
+def test_an_undefined_tabled_answer_read_through_negation_or_findall_is_unknown(kbcli, tmp_path):
+    kb = write(tmp_path, "wfs.pl", WFS)
+    # The oracle: plain swipl's residual program says r is undefined (a delay, not true).
+    assert plain_swipl(kb, "call_delays(r, D), D \\== true") == "true"
+    hidden = ["\\+ r", "findall(x, r, [x])", "forall(true, r)", "aggregate_all(count, r, 1)",
+              "cap, findall(Y, reach(a, Y), L)", "cap, \\+ reach(a, e)"]
+    assert statuses(kbcli, kb, "r", *hidden) == ["unknown"] * (1 + len(hidden))
+    # The answer limit the goal set does not outlive it: the next goal's tabling is complete again.
+    assert statuses(kbcli, kb, "cap, \\+ reach(a, e)", "reach(a, e)") == ["unknown", "proved"]
+    assert plain_swipl(kb, "reach(a, e)") == "true"
+
+
+def test_an_undefined_answer_in_a_module_the_kb_loads_is_unknown(kbcli, tmp_path):
+    write(tmp_path, "mt.pl", ":- module(mt, [p/0]).\n:- table q/0.\nq :- tnot(q).\np :- \\+ q.\n")
+    kb = write(tmp_path, "main.pl", ":- use_module(mt).\ntop :- p.\n")
+    assert plain_swipl(kb, "call_delays(mt:q, D), D \\== true") == "true"
+    assert plain_swipl(kb, "top") == "false"  # plain swipl's \+ reads undefined as false
+    assert statuses(kbcli, kb, "top") == ["unknown"]
