@@ -496,6 +496,8 @@ verdict(Outcome, Count, Status, Limit, Reason) :-
 outcome_reason(inference_limit_exceeded, "inferences", "inference limit exceeded") :- !.
 outcome_reason(depth_limit_exceeded, "depth", "a depth limit the KB set cut its search short") :- !.
 outcome_reason(time_limit_exceeded, "time", "time limit exceeded") :- !.
+outcome_reason(error(resource_error(tripwire(Wire, _)), _), null, Text) :- !,   % a tabling limit the KB set
+    format(string(Text), "the tabling limit ~w was reached", [Wire]).
 outcome_reason(error(resource_error(_), _), "memory", "memory (stack) limit exceeded") :- !.
 outcome_reason(failed, null, "the engine failed") :- !.
 outcome_reason('$aborted', null, "the goal aborted") :- !.

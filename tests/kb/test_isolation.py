@@ -128,3 +128,11 @@ def test_an_undefined_answer_in_a_module_the_kb_loads_is_unknown(kbcli, tmp_path
     assert plain_swipl(kb, "call_delays(mt:q, D), D \\== true") == "true"
     assert plain_swipl(kb, "top") == "false"  # plain swipl's \+ reads undefined as false
     assert statuses(kbcli, kb, "top") == ["unknown"]
+
+
+def test_a_tabling_limit_the_kb_set_is_named_as_such(kbcli, tmp_path):
+    kb = write(tmp_path, "limit.pl", WFS.replace("cap :-", ":- set_prolog_flag(max_answers_for_subgoal, 2).\ncap :-"))
+    assert plain_swipl(kb, "findall(Y, reach(a, Y), L)") == "raised"
+    done = kbcli("kb", "prove", str(kb), "findall(Y, reach(a, Y), L)", "--format", "json")
+    reply = json.loads(done.stdout)
+    assert reply["status"] == "unknown" and "max_answers_for_subgoal" in reply["reason"], reply
