@@ -184,6 +184,11 @@ load_message_dict(_{kind: Kind, file: Name, line: Line, message: Text}) :-
     split_string(Text0, "", "\n ", [Text]).
 
 shown_file(File, Name) :- display_name(File, Name), !.
+shown_file(File, Name) :-                     % a file the KB loaded, named as its KB file is
+    display_name(Main, MainName),
+    file_directory_name(Main, Dir), atom_concat(Dir, '/', Prefix), atom_concat(Prefix, Rest, File), !,
+    file_directory_name(MainName, Shown),
+    ( Shown == '.' -> Name = Rest ; atomic_list_concat([Shown, Rest], '/', Name) ).
 shown_file(File, File).
 
 predicate_dict(_{name: N, arity: A, clauses: C, file: File, dynamic: Dyn, last_line: Last, tabled: Tab}) :-

@@ -136,3 +136,13 @@ def test_a_tabling_limit_the_kb_set_is_named_as_such(kbcli, tmp_path):
     done = kbcli("kb", "prove", str(kb), "findall(Y, reach(a, Y), L)", "--format", "json")
     reply = json.loads(done.stdout)
     assert reply["status"] == "unknown" and "max_answers_for_subgoal" in reply["reason"], reply
+
+
+def test_a_rule_of_a_loaded_file_is_labelled_as_the_kb_file_is_named(kbcli, tmp_path, monkeypatch):
+    (tmp_path / "inc").mkdir()
+    write(tmp_path, "inc/main.pl", ":- ensure_loaded(helpers).\nfact(0).\n")
+    write(tmp_path, "inc/helpers.pl", HELPERS)
+    monkeypatch.chdir(tmp_path)
+    done = kbcli("kb", "prove", "inc/main.pl", "holds(fact(0))", "--format", "json")
+    tree = json.loads(done.stdout)["solutions"][0]["tree"]
+    assert (tree["clause"], tree["children"][0]["clause"]) == ("inc/helpers.pl:1", "inc/main.pl:2")
