@@ -35,11 +35,13 @@
 % Mode trusted: the KB's own code (its literal goals run as written). Mode checked: a goal from
 % outside, or a term reaching a meta-call at run time: every literal goal must be allowed too.
 safe_body(_, G, user:checked(G)) :- var(G), !.
-safe_body(trusted, G, G) :- G = M:W, M == user, nonvar(W), wrapper(W), !.   % already rewritten (asserted at load)
+safe_body(trusted, G, G) :-                     % already rewritten (asserted by a directive while loading)
+    G = M:W, M == user, nonvar(W), wrapper(W),
+    \+ prolog_load_context(source, _), !.        % a clause read from the KB's source never is
 safe_body(Mode, M:G, Safe) :- !,
     (   var(M) -> Safe = user:checked(M:G)                     % checked again once M is known
     ;   M == kb -> safe_body(Mode, G, Safe)
-    ;   Mode == trusted, nonvar(G) -> safe_body(trusted, G, SafeG), Safe = M:SafeG
+    ;   Mode == trusted, nonvar(G) -> safe_body(trusted, G, SafeG), qualified(M, SafeG, Safe)
     ;   Mode == trusted -> Safe = user:checked(M:G)            % refused when it runs: M is not kb
     ;   throw(refused(whitelist, M:G))
     ).
@@ -53,7 +55,43 @@ safe_body(Mode, G, Safe) :-
     (   callable(G) -> true ; throw(error(type_error(callable, G), _)) ),
     functor(G, N, A),
     (   Mode == checked, \+ allowed(N, A) -> throw(refused(whitelist, N/A)) ; true ),
-    safe_call(Mode, G, N, A, Safe).
+    (   Mode == trusted, engine_pred(N, A), \+ own_loading(N, A)
+    ->  Safe = user:checked(G)                                 % refused when it runs, unless the KB's own
+    ;   safe_call(Mode, G, N, A, Safe)
+    ).
+
+% engine_pred(+N, +A): the engine's own predicate (the wrappers, their helpers, the engine's state and
+% hooks: everything defined in module user), which a KB name reaches when the KB does not define it
+% (kb, and any module a KB names, inherits from user). The wrappers call what the rewriting checked
+% without checking it again, so only the rewriting may produce them: written in the KB's code (as
+% user:lp_dcg_body(...), lp_recover(...), call(user:lp_lambda, ...), ...), such a goal becomes a checked
+% call, which runs only a predicate the KB defines itself under that name and refuses the engine's.
+engine_pred(N, A) :-
+    current_predicate(user:N/A),
+    functor(H, N, A),
+    predicate_property(user:H, implementation_module(user)).
+
+% own_loading(+N, +A): a clause of the KB's source, read into the module M its file loads into, that
+% calls N/A there, where M itself defines N/A (already, or the clause is one of N/A's own): the call
+% stays as written (a recursive KB predicate that shares a name with one of the engine's is still
+% tabled, and its depth is its own). Not when anything in the clause names another module: a goal
+% under Q:... is called in Q, where the name reaches the engine's. M's own N/A cannot be undefined
+% later: library(sandbox) refuses abolish/1,2.
+own_loading(N, A) :-
+    prolog_load_context(module, M), M \== user,
+    prolog_load_context(term, T), nonvar(T),
+    \+ ( sub_term(S, T), compound(S), S = Q:_, Q \== M ),
+    (   clause_head(T, N, A) -> true
+    ;   current_predicate(M:N/A), functor(H, N, A), predicate_property(M:H, implementation_module(M))
+    ).
+
+clause_head((H :- _), N, A) :- callable(H), functor(H, N, A).
+clause_head((H0 --> _), N, A) :-
+    callable(H0), ( H0 = (H, _) -> true ; H = H0 ), callable(H), functor(H, N, A0), A is A0 + 2.
+
+% M:user:checked(G) is user:checked(G) (library(sandbox) reads only one qualification in a meta-argument).
+qualified(_, Safe, Safe) :- nonvar(Safe), Safe = user:_, !.
+qualified(M, SafeG, M:SafeG).
 
 allowed(N, A) :- kb_pred(N, A), !.
 allowed(N, A) :- percept_pred(N, A), !.
@@ -74,10 +112,10 @@ safe_call(Mode, G, _, _, Safe) :-                          % assert/1,2, asserta
     ->  (   Literal = (_ :- _) -> Safe = user:literal_assert(How, Literal, Rest) ; Safe =.. [How, Literal|Rest] )
     ;   Safe = user:safe_assert(How, Clause, Rest)
     ).
-safe_call(Mode, G, _, _, (Safe, user:lp_limit_result(Result))) :-   % a KB's own nested limit
-    limited_goal(G, Goal, Rebuild, Result), !,
-    safe_body(Mode, Goal, SafeGoal),
-    call(Rebuild, SafeGoal, Safe).
+safe_call(Mode, G, _, _, (Safe, user:lp_limit_result(Result0-Result))) :-   % a KB's own nested limit
+    limited_goal(G, Goal, Rebuild, Result), !,                % called with a fresh result, noted, then
+    safe_body(Mode, Goal, SafeGoal),                          % unified: a result the KB bound in advance
+    call(Rebuild, SafeGoal, Result0, Safe).                   % does not hide that the limit cut it short
 safe_call(Mode, apply(C, Args), _, _, Safe) :- !,           % its closure is not declared a meta-argument
     (   Mode == trusted, nonvar(C), is_list(Args)
     ->  length(Args, N), safe_closure(N, C, SafeC), Safe = apply(SafeC, Args)
@@ -99,10 +137,10 @@ safe_call(_, G, _, _, G).
 % Defined by the KB itself (its meta-arguments are then the KB's business, checked where it calls them).
 kb_local(N, A) :- current_predicate(kb:N/A), functor(H, N, A), \+ predicate_property(kb:H, imported_from(_)).
 
-limited_goal(call_with_depth_limit(G, L, R), G, rebuild_limited(call_with_depth_limit, L, R), R).
-limited_goal(call_with_inference_limit(G, L, R), G, rebuild_limited(call_with_inference_limit, L, R), R).
+limited_goal(call_with_depth_limit(G, L, R), G, rebuild_limited(call_with_depth_limit, L), R).
+limited_goal(call_with_inference_limit(G, L, R), G, rebuild_limited(call_with_inference_limit, L), R).
 
-rebuild_limited(Name, L, R, G, Safe) :- Safe =.. [Name, G, L, R].
+rebuild_limited(Name, L, G, R, Safe) :- Safe =.. [Name, G, L, R].
 
 catch_goal(catch(G, C, R), G, C, R, rebuild_catch(catch)).
 catch_goal(catch_with_backtrace(G, C, R), G, C, R, rebuild_catch(catch_with_backtrace)).
@@ -200,11 +238,16 @@ safe_format_arg(_, false, A, A).
 wrapper(checked(_)).
 wrapper(W) :- compound(W), compound_name_arity(W, Name, _),
     memberchk(Name, [lp_closure, lp_lambda, lp_dcg, lp_dcg_body, lp_recover, lp_colon, lp_format, lp_apply,
-                     safe_assert, literal_assert]).
+                     safe_assert, literal_assert, lp_limit_result]).
 
 % --- the wrappers: each checks, by both layers, what it is about to call ------------------------------
 
-user:checked(G) :- checked_body(G, Safe), call(kb:Safe).
+user:checked(G) :- called_goal(G), checked_body(G, Safe), call(kb:Safe).
+
+% A goal still unbound when it is called (or its module) is an instantiation error, as in call/1.
+called_goal(G) :- var(G), !, throw(error(instantiation_error, _)).
+called_goal(M:G) :- !, ( var(M) -> throw(error(instantiation_error, _)) ; called_goal(G) ).
+called_goal(_).
 
 % checked_body(+G, -Safe): G from outside, as it may run; a refusal by either layer is thrown.
 checked_body(G, Safe) :- safe_body(checked, G, Safe), sandbox_check(G).
@@ -257,12 +300,14 @@ user:lp_recover(Ball, Catcher, Recovery) :-
     ).
 
 % A limit the KB set itself that cut its search short: noted like the engine's own (the result of a
-% search it truncated is no answer).
-user:lp_limit_result(Result) :-
-    (   memberchk(Result, [depth_limit_exceeded, inference_limit_exceeded]), nb_current(lp_fired, none)
-    ->  nb_setval(lp_fired, Result)
+% search it truncated is no answer). Got is what the limited call returned, Result what the KB's code
+% expects there (unified only now, so that a result bound in advance still notes the limit).
+user:lp_limit_result(Got-Result) :-
+    (   memberchk(Got, [depth_limit_exceeded, inference_limit_exceeded]), nb_current(lp_fired, none)
+    ->  nb_setval(lp_fired, Got)
     ;   true
-    ).
+    ),
+    Result = Got.
 
 engine_ball(Ball) :- var(Ball), !, fail.
 engine_ball(time_limit_exceeded).
@@ -331,14 +376,17 @@ user:lp_format(G) :-
 
 % sandbox_check(+G): G (called in kb) passes library(sandbox)'s safe_goal/1, or refused(sandbox, E) is
 % thrown. A predicate whose most general call is safe is remembered as safe (sandbox itself proves the
-% general form first and relies on it the same way).
-sandbox_check(G) :- var(G), !.
-sandbox_check(G) :-                       % library(sandbox) checks each part of these on its own too
+% general form first and relies on it the same way). The analysis binds nothing in G: safe_goal/1
+% unifies as it walks (an unbound module with kb, in M:fact(0)), and G is the goal that then runs.
+sandbox_check(G) :- \+ \+ sandbox_walk(G).
+
+sandbox_walk(G) :- var(G), !.
+sandbox_walk(G) :-                        % library(sandbox) checks each part of these on its own too
     control(G, Parts), !,
-    maplist(sandbox_check, Parts).
-sandbox_check(G) :-
+    maplist(sandbox_walk, Parts).
+sandbox_walk(G) :-
     general_safe(G), !.
-sandbox_check(G) :-
+sandbox_walk(G) :-
     sandbox_goal(G, [], Declared),
     forget_declared(Declared).
 
