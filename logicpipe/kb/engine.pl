@@ -606,6 +606,8 @@ ex(\+ G, D, Anc, [node(\+ G, "negation as failure: the negated goal fails", Why,
     why_not(G, D1, Anc, Why).
 ex(user:checked(G), D, Anc, Nodes) :- !,
     checked_body(G, Safe), ex(Safe, D, Anc, Nodes).
+ex(user:lp_limit_result(R), _, _, []) :- !,     % the sandbox's note of a KB's own limit: no node of its own
+    native(user:lp_limit_result(R)).
 ex(kb:G, D, Anc, Nodes) :- !, ex(G, D, Anc, Nodes).
 ex(G, D, Anc, Nodes) :-                   % call/N and checked closures: explain the goal they call
     called_goal(G, Called), !,
@@ -720,6 +722,8 @@ exp(\+ G, D, Anc, [Node], Proved, false) :- !,
         Node = node(\+ G, "negation as failure: the negated goal fails", Why, true), Proved = true ).
 exp(user:checked(G), D, Anc, Nodes, Proved, false) :- !,
     checked_body(G, Safe), exp(Safe, D, Anc, Nodes, Proved, _).
+exp(user:lp_limit_result(R), _, _, [], Proved, false) :- !,
+    ( native(user:lp_limit_result(R)) -> Proved = true ; Proved = false ).
 exp(G, D, Anc, Nodes, Proved, false) :-
     (   native(G)
     ->  ex_det(G, D, Anc, Nodes), Proved = true

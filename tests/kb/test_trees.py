@@ -82,3 +82,24 @@ def test_a_failed_call_shows_the_arguments_it_was_called_with(kbcli, tmp_path):
     kb.write_text(KB)
     said = dict(tree_claims(kbcli, kb, ["c(a, z)", "pair(3)"]))
     assert said["p(a, z, _A)"] is False and said["s((3, _A))"] is False, said
+
+
+WRAPPED = """\
+chain(0) :- !.
+chain(N) :- N > 0, N1 is N - 1, chain(N1).
+shallow(G) :- call_with_depth_limit(G, 20, _).
+bounded(G) :- call_with_inference_limit(G, 10000, _).
+twice(L, M) :- maplist([X, Y]>>(Y is X * 2), L, M).
+safe(G) :- catch(G, _, fail).
+holds(G) :- G.
+"""
+
+
+def test_no_node_shows_the_sandboxs_own_wrappers(kbcli, tmp_path):
+    kb = tmp_path / "wrapped.pl"
+    kb.write_text(WRAPPED)
+    goals = ["shallow(chain(2))", "\\+ shallow(chain(2))", "bounded(chain(2))", "twice([1, 2], M)",
+             "safe(chain(1))", "holds(chain(1))", "\\+ holds(chain(1))"]
+    shown = [goal for goal, _ in tree_claims(kbcli, kb, goals)]
+    assert len(shown) > len(goals)
+    assert not [goal for goal in shown if "lp_" in goal or "checked(" in goal or "user:" in goal], shown
