@@ -138,7 +138,8 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
     findall(P, predicate_dict(P), Preds),
     findall(S, ( auto_tabled(N, A), format(string(S), "~w/~w", [N, A]) ), Tabled),
     findall([P, T, S], kb_operator(P, T, S), Ops),
-    findall(E, effect_dict(E), Effects).
+    findall(E, effect_dict(E), Effects),
+    loaded_flags(Flags), nb_setval(lp_flags, Flags).   % what each goal's flags are set back to
 
 % KB predicates whose own rules (as rewritten) reach a builtin library(sandbox) refuses: a goal may
 % call them only when the command allowed that builtin (--allow). kb check reports them.
@@ -383,30 +384,33 @@ sandbox_asserted :-
              forall(member(H1-B1, Clauses),
                     ( safe_body(trusted, B1, SafeB1), assertz(kb:(H1 :- SafeB1)) )) )).
 
-% What a node shows: the term as written, without the sandbox's wrappers.
-unwrap(T, T) :- var(T), !.
-unwrap(T, U) :- shaped(user:checked(G), T), !, unwrap(G, U).
-unwrap(T, U) :- shaped((G, user:lp_limit_result(_)), T), !, unwrap(G, U).
-unwrap(T, U) :- shaped(user:lp_closure(C), T), !, unwrap(C, U).
-unwrap(T, Params>>U) :- shaped(user:lp_lambda(_, Params, G), T), !, unwrap(G, U).
-unwrap(T, U) :- shaped(user:lp_dcg(G), T), !, unwrap(G, U).
-unwrap(T, {U}) :- shaped(user:lp_dcg_body(_, _, G), T), !, unwrap(G, U).
-unwrap(T, U) :- shaped(user:lp_colon(G), T), !, unwrap(G, U).
-unwrap(T, U) :- shaped(user:lp_format(G), T), !, unwrap(G, U).
-unwrap(T, U) :- shaped(user:safe_assert(How, C, Rest), T), !, unwrap(C, UC), U =.. [How, UC|Rest].
-unwrap(T, apply(UC, Args)) :- shaped(user:lp_apply(C, Args), T), !, unwrap(C, UC).
+% What a node shows: the term as written, without the sandbox's wrappers. A term is matched against a
+% wrapper's shape, never unified with it: unifying would bind a variable of the term (a goal p(a, z, M)
+% would read as a rewritten catch/3, M bound to its recovery and z shown as a fresh variable).
+unwrap(T, T) :- \+ compound(T), !.
+unwrap(T, U) :-
+    subsumes_term(user:_, T), T = _:W, compound(W),
+    wrapped(W, Inner, Shown), !,                % W's arguments are only bound to wrapped/3's variables
+    unwrap(Inner, UInner), Shown = UInner-U0, U = U0.
+unwrap(T, U) :- subsumes_term((_, user:lp_limit_result(_)), T), !, T = (G, _), unwrap(G, U).
 unwrap(T, U) :-                                   % a rewritten catch/3 shows its own catcher and recovery
-    compound(T), compound_name_arguments(T, Name, [G, _, Recover]),
-    shaped(user:lp_recover(_, C, R), Recover), !,
+    compound_name_arity(T, Name, 3), arg(3, T, Recover), subsumes_term(user:lp_recover(_, _, _), Recover), !,
+    T =.. [Name, G, _, user:lp_recover(_, C, R)],
     unwrap(G, UG), unwrap(C, UC), unwrap(R, UR), compound_name_arguments(U, Name, [UG, UC, UR]).
-unwrap(T, U) :- compound(T), !,
+unwrap(T, U) :-
     compound_name_arguments(T, N, Args), maplist(unwrap, Args, UArgs), compound_name_arguments(U, N, UArgs).
-unwrap(T, T).
 
-% shaped(+Pattern, +T): T is an instance of Pattern (a wrapper the rewriting made), whose variables are
-% then bound to T's parts. Unifying instead would bind a variable of T: a goal p(a, z, M) would read as
-% a rewritten catch/3, M bound to its recovery and z shown as a fresh variable.
-shaped(Pattern, T) :- subsumes_term(Pattern, T), Pattern = T.
+% wrapped(+Wrapper, -Inner, -Shown): Inner is what the wrapper holds, Shown = UnwrappedInner-Written.
+% Every argument of a head here is a variable, so matching binds none of the wrapper's own.
+wrapped(checked(G), G, U-U).
+wrapped(lp_closure(C), C, U-U).
+wrapped(lp_lambda(_, Params, G), G, U-(Params>>U)).
+wrapped(lp_dcg(G), G, U-U).
+wrapped(lp_dcg_body(_, _, G), G, U-{U}).
+wrapped(lp_colon(G), G, U-U).
+wrapped(lp_format(G), G, U-U).
+wrapped(safe_assert(How, C, Rest), C, UC-U) :- U =.. [How, UC|Rest].
+wrapped(lp_apply(C, Args), C, UC-apply(UC, Args)).
 
 % --- proving --------------------------------------------------------------------------------
 
@@ -422,15 +426,24 @@ handle("prove", Request, Reply) :-
     isolated(( set_percepts(Request.percepts), prove(Request, Goal0, Names, Reply) )).
 
 isolated(Goal) :-
-    findall(F-V, current_prolog_flag(F, V), Flags),
-    setup_call_cleanup(true, snapshot(Goal), ( restore_flags(Flags), abolish_created )).
+    setup_call_cleanup(true, snapshot(Goal), ( restore_flags, abolish_created )).
 
-restore_flags(Flags) :-
-    forall(( member(F-V, Flags), \+ current_prolog_flag(F, V) ),
-           catch(set_prolog_flag(F, V), _, true)),
-    % A flag that was not set before cannot be unset, but the tabling limits it may be
-    % (max_answers_for_subgoal, ...) are lifted by `infinite`, which removes them.
-    forall(( current_prolog_flag(F, _), \+ memberchk(F-_, Flags) ),
+% The writable flags as the KB left them once loaded (a flag is writable if setting it to its own value
+% raises nothing), and the limits SWI-Prolog leaves unset until a goal sets one.
+loaded_flags(Flags) :-
+    findall(F-V, ( current_prolog_flag(F, V), catch(set_prolog_flag(F, V), _, fail) ), Flags).
+
+unset_limit(max_answers_for_subgoal).
+unset_limit(max_table_subgoal_size).
+unset_limit(max_table_answer_size).
+unset_limit(max_rational_size).
+
+% The flags a goal set are set back (comparing about a hundred flags costs far less than listing them
+% all). A limit that was unset cannot be unset again, but `infinite` lifts it, which removes it.
+restore_flags :-
+    nb_getval(lp_flags, Flags),
+    forall(member(F-V, Flags), ( current_prolog_flag(F, V) -> true ; catch(set_prolog_flag(F, V), _, true) )),
+    forall(( unset_limit(F), current_prolog_flag(F, _), \+ memberchk(F-_, Flags) ),
            catch(set_prolog_flag(F, infinite), _, true)).
 
 abolish_created :-                            % not tabling's own ('$wrap$p'/N, made on a first call)
