@@ -411,6 +411,7 @@ wrapped(lp_colon(G), G, U-U).
 wrapped(lp_format(G), G, U-U).
 wrapped(safe_assert(How, C, Rest), C, UC-U) :- U =.. [How, UC|Rest].
 wrapped(lp_apply(C, Args), C, UC-apply(UC, Args)).
+wrapped(lp_tnot(G), G, U-tnot(U)).
 
 % --- proving --------------------------------------------------------------------------------
 

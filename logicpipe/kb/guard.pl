@@ -116,6 +116,8 @@ safe_call(Mode, G, _, _, (Safe, user:lp_limit_result(Result0-Result))) :-   % a 
     limited_goal(G, Goal, Rebuild, Result), !,                % called with a fresh result, noted, then
     safe_body(Mode, Goal, SafeGoal),                          % unified: a result the KB bound in advance
     call(Rebuild, SafeGoal, Result0, Safe).                   % does not hide that the limit cut it short
+safe_call(Mode, tnot(G), _, _, Safe) :- !,                  % tnot/1 needs the tabled goal itself
+    (   nonvar(G), safe_body(Mode, G, SafeG), SafeG == G -> Safe = tnot(G) ; Safe = user:lp_tnot(G) ).
 safe_call(Mode, apply(C, Args), _, _, Safe) :- !,           % its closure is not declared a meta-argument
     (   Mode == trusted, nonvar(C), is_list(Args)
     ->  length(Args, N), safe_closure(N, C, SafeC), Safe = apply(SafeC, Args)
@@ -238,7 +240,7 @@ safe_format_arg(_, false, A, A).
 wrapper(checked(_)).
 wrapper(W) :- compound(W), compound_name_arity(W, Name, _),
     memberchk(Name, [lp_closure, lp_lambda, lp_dcg, lp_dcg_body, lp_recover, lp_colon, lp_format, lp_apply,
-                     safe_assert, literal_assert, lp_limit_result]).
+                     safe_assert, literal_assert, lp_limit_result, lp_tnot]).
 
 % --- the wrappers: each checks, by both layers, what it is about to call ------------------------------
 
@@ -293,6 +295,10 @@ user:lp_dcg(G, S0, S) :-
 user:lp_dcg_body(S0, S, Body, S0, S) :- call(kb:Body).
 
 % The recovery of a rewritten catch/3: the engine's own exceptions go on up, whatever the catcher.
+% tnot/1 of a goal the KB's code did not write: checked, then tabled negation of that goal itself (a
+% wrapper around it would not be tabled).
+user:lp_tnot(G) :- called_goal(G), checked_body(G, Safe), tnot(kb:Safe).
+
 user:lp_recover(Ball, Catcher, Recovery) :-
     (   engine_ball(Ball) -> throw(Ball)
     ;   Ball = Catcher -> call(kb:Recovery)
@@ -447,6 +453,7 @@ sandbox:safe_primitive(user:lp_apply(_, _)).
 sandbox:safe_primitive(user:lp_dcg(_, _, _)).
 sandbox:safe_primitive(user:lp_dcg_body(_, _, _, _, _)).
 sandbox:safe_primitive(user:lp_recover(_, _, _)).
+sandbox:safe_primitive(user:lp_tnot(_)).
 sandbox:safe_primitive(user:safe_assert(_, _, _)).
 sandbox:safe_primitive(user:literal_assert(_, _, _)).
 sandbox:safe_primitive(user:lp_colon(_)).

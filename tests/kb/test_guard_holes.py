@@ -188,3 +188,23 @@ def test_kb_predicates_named_like_the_engines_are_the_kbs_own(kbcli, tmp_path):
     assert plain == ["true", "true", "true", "true", "true", "false", "true", "true"]
     for goal, mine, theirs in zip(goals, prove(kbcli, kb, *goals), plain, strict=True):
         assert mine["status"] == VERDICT[theirs], (goal, mine)
+
+
+TNOT = """\
+:- table q/1.
+q(a).
+nt(G) :- tnot(G).
+"""
+
+
+def test_tabled_negation_of_a_goal_a_rule_was_given_runs_as_in_swipl_and_is_checked(kbcli, tmp_path):
+    # tnot/1 needs the tabled goal itself: the checking wrapper around a variable goal was "not tabled".
+    kb = tmp_path / "tnot.pl"
+    kb.write_text(TNOT)
+    marker = tmp_path / "pwned"
+    goals = ["nt(q(b))", "nt(q(a))"]
+    assert swipl(tmp_path, kb, *goals) == ["true", "false"]
+    results = prove(kbcli, kb, *goals, f"nt(shell('touch {marker}'))")
+    assert [r["status"] for r in results] == ["proved", "failed", "unknown"]
+    assert "refused" in results[2]["reason"] and not marker.exists()
+    assert results[0]["solutions"][0]["tree"]["children"][0]["goal"] == "tnot(q(b))"
