@@ -61,6 +61,15 @@ main :-
     nl(user_output),
     halt(0).
 
+:- ensure_loaded(hooks).
+% As the engine does, a clause that would define a hook SWI-Prolog calls by itself is dropped, with an
+% error (kb check then fails where kb prove would refuse the KB).
+:- multifile user:term_expansion/2.
+user:term_expansion(Term, []) :-
+    loading,
+    prolog_load_context(source, File), \+ library_file(File),
+    hook_clause(Term, Hook), refuse_hook(Hook).
+
 % load_kb(+Files): load the KB's files into `kb` (a module file keeps its module), collecting messages.
 load_kb(Files) :-
     forall(member(F, Files), ( atom_string(A, F), assertz(kb_file(A)) )),

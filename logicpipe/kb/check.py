@@ -170,4 +170,8 @@ def check_kb(path: Path, seconds: float = 60.0, memory_mb: int = 1024) -> CheckR
     if not report.failed:  # what the engine's second layer refuses, as it loads the KB for a goal
         with KnowledgeBase(path, ProofLimits(seconds=seconds, memory_mb=memory_mb, load_seconds=seconds)) as base:
             report.effects = [Effect(**e) for e in base.effects]
+            # What only the engine refuses at load (a clause defining a hook SWI-Prolog would call
+            # outside the sandbox): kb check fails on it as kb prove does.
+            report.messages += [Message(kind=m.kind, file=m.file, line=m.line, message=m.message)
+                                for m in base.errors]
     return report

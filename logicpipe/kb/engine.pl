@@ -15,9 +15,10 @@
 :- use_module(library(aggregate)).
 :- use_module(library(solution_sequences)).
 :- ensure_loaded(guard).
+:- ensure_loaded(hooks).
 
 :- dynamic load_message/4, display_name/2, kb_pred/2, percept_pred/2, allowed_builtin/2, loading/0,
-           auto_tabled/2, found_answer/1, loaded_pred/2.
+           auto_tabled/2, found_answer/1, loaded_pred/3, saved_flag/2, kb_mod/1.
 :- discontiguous handle/3.
 
 :- multifile user:message_hook/3.
@@ -130,7 +131,6 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
     forall(member(F, Request.files), catch(load_kb_file(F), E, print_message(error, E))),
     retractall(loading),
     forall(own_predicate(N, A), assertz(kb_pred(N, A))),
-    forall(current_predicate(kb:N/A), assertz(loaded_pred(N, A))),   % what a goal may not leave behind
     sandbox_asserted,
     table_left_recursion,
     table_recursive_callers,
@@ -139,7 +139,8 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
     findall(S, ( auto_tabled(N, A), format(string(S), "~w/~w", [N, A]) ), Tabled),
     findall([P, T, S], kb_operator(P, T, S), Ops),
     findall(E, effect_dict(E), Effects),
-    loaded_flags(Flags), nb_setval(lp_flags, Flags).   % what each goal's flags are set back to
+    forall(loaded_flag(F, V), assertz(saved_flag(F, V))),   % what each goal's flags are set back to
+    forall(kb_module(M), ( assertz(kb_mod(M)), forall(current_predicate(M:N/A), assertz(loaded_pred(M, N, A))) )).
 
 % KB predicates whose own rules (as rewritten) reach a builtin library(sandbox) refuses: a goal may
 % call them only when the command allowed that builtin (--allow). kb check reports them.
@@ -361,12 +362,7 @@ reaches(Edge, [P|Queue], Seen, To) :-
 user:term_expansion(Term, Expanded) :-
     loading,
     prolog_load_context(source, File), \+ library_file(File),
-    expand_clause(Term, Expanded).
-
-% SWI-Prolog's own libraries, which a KB may load (use_module(library(...))), are not the KB's code; every
-% other file it loads (consult, ensure_loaded, include, a module of its own) is, and is rewritten.
-library_file(File) :-
-    current_prolog_flag(home, Home), atom_concat(Home, '/', Prefix), sub_atom(File, 0, _, _, Prefix).
+    (   hook_clause(Term, Hook) -> refuse_hook(Hook), Expanded = [] ; expand_clause(Term, Expanded) ).
 
 expand_clause((Head :- Body), (Head :- Safe)) :- !,
     safe_body(trusted, Body, Safe).
@@ -430,9 +426,10 @@ isolated(Goal) :-
     setup_call_cleanup(true, snapshot(Goal), ( restore_flags, abolish_created )).
 
 % The writable flags as the KB left them once loaded (a flag is writable if setting it to its own value
-% raises nothing), and the limits SWI-Prolog leaves unset until a goal sets one.
-loaded_flags(Flags) :-
-    findall(F-V, ( current_prolog_flag(F, V), catch(set_prolog_flag(F, V), _, fail) ), Flags).
+% raises nothing), and the limits SWI-Prolog leaves unset until a goal sets one. They are kept as facts:
+% a goal's changes to facts are undone before the flags are set back (a global variable holding them
+% could be changed in place by nb_setarg/3, which library(sandbox) allows).
+loaded_flag(F, V) :- current_prolog_flag(F, V), catch(set_prolog_flag(F, V), _, fail).
 
 unset_limit(max_answers_for_subgoal).
 unset_limit(max_table_subgoal_size).
@@ -442,15 +439,24 @@ unset_limit(max_rational_size).
 % The flags a goal set are set back (comparing about a hundred flags costs far less than listing them
 % all). A limit that was unset cannot be unset again, but `infinite` lifts it, which removes it.
 restore_flags :-
-    nb_getval(lp_flags, Flags),
-    forall(member(F-V, Flags), ( current_prolog_flag(F, V) -> true ; catch(set_prolog_flag(F, V), _, true) )),
-    forall(( unset_limit(F), current_prolog_flag(F, _), \+ memberchk(F-_, Flags) ),
+    forall(saved_flag(F, V), ( current_prolog_flag(F, V) -> true ; catch(set_prolog_flag(F, V), _, true) )),
+    forall(( unset_limit(F), current_prolog_flag(F, _), \+ saved_flag(F, _) ),
            catch(set_prolog_flag(F, infinite), _, true)).
 
-abolish_created :-                            % not tabling's own ('$wrap$p'/N, made on a first call)
-    forall(( current_predicate(kb:N/A), \+ loaded_pred(N, A), \+ sub_atom(N, 0, _, _, '$'), functor(H, N, A),
-             predicate_property(kb:H, dynamic), \+ predicate_property(kb:H, imported_from(_)) ),
-           abolish(kb:N/A)).
+abolish_created :-
+    forall(( kb_mod(M), current_predicate(M:N/A), \+ loaded_pred(M, N, A), \+ tabling_own(N),
+             functor(H, N, A), predicate_property(M:H, dynamic), \+ predicate_property(M:H, imported_from(_)) ),
+           abolish(M:N/A)).
+
+% The KB's modules, found once it loaded: kb, and each module a file of the KB's defines (not
+% SWI-Prolog's libraries).
+kb_module(kb).
+kb_module(M) :- module_property(M, file(File)), M \== kb, \+ library_file(File).
+
+% Tabling's own predicates, made on a first call ('$wrap$p'/N): abolishing them corrupts SWI's tables.
+tabling_own(N) :- sub_atom(N, 0, _, _, '$wrap$').
+tabling_own(N) :- sub_atom(N, 0, _, _, '$tbl').
+tabling_own(N) :- memberchk(N, ['$tabled', '$table_mode', '$table_update']).
 
 prove(Request, Goal0, Names, Reply) :-
     Max = Request.max_solutions,
@@ -478,6 +484,13 @@ prove(Request, Goal0, Names, Reply) :-
 undefined_in_tables :-
     current_table(_:_, Trie),                 % the KB's modules too
     '$tbl_answer'(Trie, _, Condition), Condition \== true, !.
+undefined_in_tables :-                        % a tabling limit whose action drops answers silently
+    tabling_limit(Limit, Action), current_prolog_flag(Action, fail), current_prolog_flag(Limit, _),
+    current_table(_:_, _), !.
+
+tabling_limit(max_table_answer_size, max_table_answer_size_action).
+tabling_limit(max_table_subgoal_size, max_table_subgoal_size_action).
+tabling_limit(max_answers_for_subgoal, max_answers_for_subgoal_action).
 
 % An answer counts only while no limit has fired: after one that a catch swallowed, the search is over.
 % An answer with delays is undefined under the well-founded semantics (tabled negation through a loop,
@@ -573,8 +586,10 @@ node_budget(2000).
 
 explained_solution(Request, Goal0, Names0, Answer, Solution) :-
     copy_term(Goal0-Names0, Goal1-Names),
-    checked_body(Goal1, Goal),
-    Goal = Answer,
+    (   catch(checked_body(Goal1, Goal), _, fail), Goal = Answer
+    ->  true
+    ;   ignore(( unwrap(Answer, Shown), Goal1 = Shown )), Goal = Answer   % a check that no longer passes
+    ),                                                                  % does not fail the whole request
     nb_setval(lp_nodes, 0),
     (   bounded(Request, once(explain_root(Goal, Request.depth, Root)), ok)
     ->  true
@@ -617,7 +632,8 @@ ex((C -> T), D, Anc, Nodes) :- !,
 ex(\+ G, D, Anc, [node(\+ G, "negation as failure: the negated goal fails", Why, true)]) :- !,
     \+ native(G),
     D1 is D - 1,
-    why_not(G, D1, Anc, Why).
+    copy_term(G, G1),                         % \+ binds nothing: the search below is on a copy
+    why_not(G1, D1, Anc, Why).
 ex(user:checked(G), D, Anc, Nodes) :- !,
     checked_body(G, Safe), ex(Safe, D, Anc, Nodes).
 ex(user:lp_limit_result(R), _, _, []) :- !,     % the sandbox's note of a KB's own limit: no node of its own
@@ -729,10 +745,11 @@ exp((A ; B), D, Anc, Nodes, Proved, false) :- !,
     ;   exp(B, D, Anc, N2, Proved, _), append(N1, N2, Nodes) ).
 exp(\+ G, D, Anc, [Node], Proved, false) :- !,
     D1 is D - 1,
-    (   native(G)
+    (   native(G)                             % a failed \+ shows what held (it ends the search)
     ->  ( D1 > 0 -> ex_det(G, D1, Anc, Inner) ; Inner = [] ),
         Node = node(\+ G, "negation as failure: the negated goal holds", Inner, false), Proved = false
-    ;   why_not(G, D1, Anc, Why),
+    ;   copy_term(G, G1),                     % \+ binds nothing: the search below is on a copy
+        why_not(G1, D1, Anc, Why),
         Node = node(\+ G, "negation as failure: the negated goal fails", Why, true), Proved = true ).
 exp(user:checked(G), D, Anc, Nodes, Proved, false) :- !,
     checked_body(G, Safe), exp(Safe, D, Anc, Nodes, Proved, _).

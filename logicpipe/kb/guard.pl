@@ -57,6 +57,8 @@ safe_body(Mode, G, Safe) :-
     (   Mode == checked, \+ allowed(N, A) -> throw(refused(whitelist, N/A)) ; true ),
     (   Mode == trusted, engine_pred(N, A), \+ own_loading(N, A)
     ->  Safe = user:checked(G)                                 % refused when it runs, unless the KB's own
+    ;   Mode == trusted, out_of_bounds(N, A), \+ kb_local(N, A)
+    ->  Safe = user:checked(G)                                 % refused when it runs, unless --allow'ed
     ;   safe_call(Mode, G, N, A, Safe)
     ).
 
@@ -92,6 +94,35 @@ clause_head((H0 --> _), N, A) :-
 % M:user:checked(G) is user:checked(G) (library(sandbox) reads only one qualification in a meta-argument).
 qualified(_, Safe, Safe) :- nonvar(Safe), Safe = user:_, !.
 qualified(M, SafeG, M:SafeG).
+
+% out_of_bounds(+N, +A): builtins library(sandbox) lets a KB rule call that would reach past the
+% sandbox or past the goal: loading a file at run time (it would not be rewritten: use_module of a
+% module that calls shell/1), a goal undo/1 runs after the goal's isolation ended, abolishing tables
+% before the engine looks for undefined answers in them, and translating a message a goal handed in
+% (which runs format's ~@ in it). A KB rule calling one is refused when it runs (a goal may not call
+% them anyway).
+out_of_bounds(use_module, 1).
+out_of_bounds(use_module, 2).
+out_of_bounds(ensure_loaded, 1).
+out_of_bounds(consult, 1).
+out_of_bounds(load_files, 1).
+out_of_bounds(load_files, 2).
+out_of_bounds(reexport, 1).
+out_of_bounds(reexport, 2).
+out_of_bounds(autoload, 1).
+out_of_bounds(autoload, 2).
+out_of_bounds('[|]', 2).
+out_of_bounds(undo, 1).
+out_of_bounds(abolish_all_tables, 0).
+out_of_bounds(abolish_private_tables, 0).
+out_of_bounds(abolish_shared_tables, 0).
+out_of_bounds(abolish_table_subgoals, 1).
+out_of_bounds(abolish_module_tables, 1).
+out_of_bounds(abolish_nonincremental_tables, 0).
+out_of_bounds(abolish_nonincremental_tables, 1).
+out_of_bounds(message_to_string, 2).
+out_of_bounds(translate_message, 3).
+out_of_bounds(message_to_codes, 3).
 
 allowed(N, A) :- kb_pred(N, A), !.
 allowed(N, A) :- percept_pred(N, A), !.

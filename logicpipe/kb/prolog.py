@@ -23,6 +23,7 @@ from .safety import allowed_builtins
 
 ENGINE = Path(__file__).with_name("engine.pl")
 GUARD = Path(__file__).with_name("guard.pl")  # loaded by the engine; its rewriting is compiled into a KB
+HOOKS = Path(__file__).with_name("hooks.pl")  # so is what it refuses to compile
 # Headroom over the Prolog stacks for the executable, its libraries and the atom table.
 _OVERHEAD_MB = 1024
 # Goal trees deeper than this are cut (the answers are not: SWI-Prolog finds them natively); each level
@@ -62,7 +63,7 @@ def _cache_entry(path: Path, folder: Path) -> tuple[Path, Path] | None:
     text = path.read_bytes()
     if _LOADS_OTHERS.search(text.decode("utf-8", "replace")):
         return None
-    key = hashlib.sha256(ENGINE.read_bytes() + b"\0" + GUARD.read_bytes() + b"\0" + text).hexdigest()[:32]
+    key = hashlib.sha256(b"\0".join([ENGINE.read_bytes(), GUARD.read_bytes(), HOOKS.read_bytes(), text])).hexdigest()[:32]
     entry = folder / key
     entry.mkdir(exist_ok=True)
     source = entry / "kb.pl"

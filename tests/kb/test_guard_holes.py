@@ -208,3 +208,50 @@ def test_tabled_negation_of_a_goal_a_rule_was_given_runs_as_in_swipl_and_is_chec
     assert [r["status"] for r in results] == ["proved", "failed", "unknown"]
     assert "refused" in results[2]["reason"] and not marker.exists()
     assert results[0]["solutions"][0]["tree"]["children"][0]["goal"] == "tnot(q(b))"
+
+
+def test_a_rule_may_not_load_a_file_defer_a_goal_abolish_tables_or_translate_a_message(kbcli, tmp_path):
+    # library(sandbox) allows each of these; each reaches past the sandbox or past the goal: a module
+    # loaded at run time is not rewritten (its shell/1 ran), an undo/1 goal runs after the goal's
+    # isolation ended, abolished tables hide undefined answers, and a message handed in runs ~@.
+    marker = tmp_path / "pwned"
+    (tmp_path / "mymod.pl").write_text(f":- module(mymod, [foo/0]).\nfoo :- shell('touch {marker}').\n")
+    kb = tmp_path / "bounds.pl"
+    kb.write_text(f"""\
+:- dynamic seen/1.
+g :- use_module('{tmp_path / "mymod"}'), foo.
+g2 :- ensure_loaded('{tmp_path / "mymod"}').
+mark :- undo(assertz(seen(1))).
+:- table r/0.
+r :- tnot(r).
+hide :- findall(x, r, [x]), abolish_all_tables.
+sub :- findall(x, r, [x]), abolish_table_subgoals(r).
+describe(E, S) :- message_to_string(E, S).
+fact(0).
+""")
+    goals = ["g", "g2", "seen(1)", "mark", "seen(1)", "hide", "sub",
+             f"describe(format(\"~@\", [shell('touch {marker}')]), S)", "fact(0)"]
+    results = prove(kbcli, kb, *goals)
+    assert [r["status"] for r in results] == ["unknown", "unknown", "failed", "unknown", "failed", "unknown",
+                                              "unknown", "unknown", "proved"], results
+    assert not marker.exists()
+
+
+def test_a_kb_clause_defining_a_hook_swi_prolog_calls_is_refused_at_load(kbcli, tmp_path):
+    marker = tmp_path / "pwned"
+    hooks = {
+        "message": ":- multifile prolog:message//1.\n"
+                   f"prolog:message(error(type_error(_, _), _)) --> {{ shell('touch {marker}') }}, [].\n",
+        "portray": f":- multifile user:portray/1.\nuser:portray(secret) :- shell('touch {marker}').\n",
+        "exception": f":- multifile user:exception/3.\nuser:exception(undefined_predicate, _, fail) :- "
+                     f"shell('touch {marker}').\n",
+        "expansion": "goal_expansion(run_it(G), call(G)).\nr(G) :- run_it(G).\n",
+    }
+    for name, text in hooks.items():
+        kb = tmp_path / f"{name}.pl"
+        kb.write_text(text + "fact(0).\nshow(X, A) :- format(atom(A), \"~p\", [X]).\n")
+        proved = kbcli("kb", "prove", str(kb), "X is foo + 1", "show(secret, A)", "fact(0)")
+        assert proved.returncode == 2 and "is refused: SWI-Prolog would call it outside the sandbox" in proved.stderr
+        checked = kbcli("kb", "check", str(kb))
+        assert checked.returncode == 1 and "is refused" in checked.stdout + checked.stderr, name
+    assert not marker.exists()

@@ -146,3 +146,34 @@ def test_a_rule_of_a_loaded_file_is_labelled_as_the_kb_file_is_named(kbcli, tmp_
     done = kbcli("kb", "prove", "inc/main.pl", "holds(fact(0))", "--format", "json")
     tree = json.loads(done.stdout)["solutions"][0]["tree"]
     assert (tree["clause"], tree["children"][0]["clause"]) == ("inc/helpers.pl:1", "inc/main.pl:2")
+
+
+def test_no_goal_reaches_the_saved_flags_or_leaves_a_predicate_in_a_module_or_under_a_dollar_name(kbcli, tmp_path):
+    # nb_getval/2 and nb_setarg/3 are sandbox-safe: saved flags held in a global variable could be
+    # edited in place. Predicates an assert creates in a module KB, or under a name starting with $,
+    # must go as those in kb do.
+    poison = write(tmp_path, "gv.pl", "poison :- catch(nb_getval(lp_flags, Fs), _, fail), member(E, Fs), "
+                                      "E = (occurs_check-_), nb_setarg(2, E, true).\n")
+    assert statuses(kbcli, poison, "\\+ X = f(X)", "poison", "\\+ X = f(X)") == ["failed", "failed", "failed"]
+    module = write(tmp_path, "modk.pl", ":- module(m, [note/1, was_seen/1]).\nnote(X) :- assertz(seen(X)).\n"
+                                        "was_seen(X) :- seen(X).\n")
+    assert plain_swipl(module, "was_seen(b)") == "raised"
+    assert statuses(kbcli, module, "was_seen(b)", "note(a)", "was_seen(b)") == ["unknown", "proved", "unknown"]
+    dollar = write(tmp_path, "dollar.pl", "note :- assertz('$seen'(1)).\nwas :- '$seen'(_).\n")
+    assert plain_swipl(dollar, "was") == "raised"
+    assert statuses(kbcli, dollar, "was", "note", "was") == ["unknown", "proved", "unknown"]
+
+
+def test_a_tabling_limit_that_drops_answers_silently_makes_the_search_unknown(kbcli, tmp_path):
+    kb = write(tmp_path, "drop.pl", ":- set_prolog_flag(max_table_answer_size, 2).\n"
+                                    ":- set_prolog_flag(max_table_answer_size_action, fail).\n"
+                                    ":- table l/1.\nl([]).\nl([a|T]) :- l(T), length(T, N), N < 6.\n")
+    assert statuses(kbcli, kb, "l(X), length(X, 6)", "\\+ (l(X), length(X, 6))") == ["unknown", "unknown"]
+
+
+def test_negation_binds_none_of_the_answers_variables(kbcli, tmp_path):
+    kb = write(tmp_path, "neg.pl", "fact(0).\nfact(3).\n")
+    done = kbcli("kb", "prove", str(kb), "\\+ \\+ fact(X)", "\\+ (fact(X), X > 5)", "--format", "json")
+    for line in done.stdout.splitlines():
+        reply = json.loads(line)
+        assert reply["status"] == "proved" and reply["solutions"][0]["bindings"] == {"X": "X"}, reply  # left free
