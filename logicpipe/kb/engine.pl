@@ -18,7 +18,8 @@
 :- ensure_loaded(hooks).
 
 :- dynamic load_message/4, display_name/2, kb_pred/2, percept_pred/2, allowed_builtin/2, loading/0,
-           auto_tabled/2, found_answer/1, loaded_pred/3, saved_flag/2, kb_mod/1.
+           auto_tabled/2, found_answer/1, loaded_pred/3, saved_flag/2, kb_mod/1,
+           saved_global/2.
 :- discontiguous handle/3.
 
 :- multifile user:message_hook/3.
@@ -127,6 +128,7 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
     findall([N, A], member(N/A, Allowed0), Allowed),
     forall(member(F, Request.files),
            ( atom_string(Path, F.path), atom_string(Name, F.name), assertz(display_name(Path, Name)) )),
+    forall(sandbox_widening(Ref), assertz(sandbox_before(Ref))),   % guard.pl widened/2
     assertz(loading),
     forall(member(F, Request.files), catch(load_kb_file(F), E, print_message(error, E))),
     retractall(loading),
@@ -140,6 +142,8 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
     findall([P, T, S], kb_operator(P, T, S), Ops),
     findall(E, effect_dict(E), Effects),
     forall(loaded_flag(F, V), assertz(saved_flag(F, V))),   % what each goal's flags are set back to
+    forall(( sandbox:safe_global_variable(G), atom(G) ),
+           ( nb_current(G, V) -> assertz(saved_global(G, V)) ; assertz(saved_global(G, '$unset')) )),
     forall(kb_module(M), ( assertz(kb_mod(M)), forall(current_predicate(M:N/A), assertz(loaded_pred(M, N, A))) )).
 
 % KB predicates whose own rules (as rewritten) reach a builtin library(sandbox) refuses: a goal may
@@ -408,6 +412,7 @@ wrapped(lp_format(G), G, U-U).
 wrapped(safe_assert(How, C, Rest), C, UC-U) :- U =.. [How, UC|Rest].
 wrapped(lp_apply(C, Args), C, UC-apply(UC, Args)).
 wrapped(lp_tnot(G), G, U-tnot(U)).
+wrapped(lp_set_flag(F, V), V, U-set_prolog_flag(F, U)).
 
 % --- proving --------------------------------------------------------------------------------
 
@@ -423,7 +428,18 @@ handle("prove", Request, Reply) :-
     isolated(( set_percepts(Request.percepts), prove(Request, Goal0, Names, Reply) )).
 
 isolated(Goal) :-
-    setup_call_cleanup(true, snapshot(Goal), ( restore_flags, abolish_created )).
+    nb_setval(lp_table_limit, false),
+    setup_call_cleanup(true, snapshot(Goal), ( restore_flags, restore_globals, abolish_created )).
+
+% A library the KB loads may declare its own global variables safe for library(sandbox) (clpb's
+% '$clpb_atoms'): what a goal left in them is set back, as the flags are.
+restore_globals :-
+    forall(saved_global(G, V), ( V == '$unset' -> nb_delete(G) ; nb_setval(G, V) )).
+
+% sandbox_widening(-Ref): a declaration that makes a builtin (module system) safe for library(sandbox);
+% those made before the KB loads are the engine's own.
+sandbox_widening(Ref) :- clause(sandbox:safe_primitive(system:_), _, Ref).
+sandbox_widening(Ref) :- clause(sandbox:safe_meta(system:_, _), _, Ref).
 
 % The writable flags as the KB left them once loaded (a flag is writable if setting it to its own value
 % raises nothing), and the limits SWI-Prolog leaves unset until a goal sets one. They are kept as facts:
@@ -487,6 +503,8 @@ undefined_in_tables :-
 undefined_in_tables :-                        % a tabling limit whose action drops answers silently
     tabling_limit(Limit, Action), current_prolog_flag(Action, fail), current_prolog_flag(Limit, _),
     current_table(_:_, _), !.
+undefined_in_tables :-                        % a rule set a tabling limit while the goal ran (guard.pl)
+    nb_current(lp_table_limit, true), current_table(_:_, _), !.
 
 tabling_limit(max_table_answer_size, max_table_answer_size_action).
 tabling_limit(max_table_subgoal_size, max_table_subgoal_size_action).

@@ -57,8 +57,8 @@ safe_body(Mode, G, Safe) :-
     (   Mode == checked, \+ allowed(N, A) -> throw(refused(whitelist, N/A)) ; true ),
     (   Mode == trusted, engine_pred(N, A), \+ own_loading(N, A)
     ->  Safe = user:checked(G)                                 % refused when it runs, unless the KB's own
-    ;   Mode == trusted, out_of_bounds(N, A), \+ kb_local(N, A)
-    ->  Safe = user:checked(G)                                 % refused when it runs, unless --allow'ed
+    ;   Mode == trusted, ( out_of_bounds(N, A) ; widened(N, A) ), \+ kb_local(N, A)
+    ->  Safe = user:checked(G)                                 % refused when it runs
     ;   safe_call(Mode, G, N, A, Safe)
     ).
 
@@ -121,8 +121,19 @@ out_of_bounds(abolish_module_tables, 1).
 out_of_bounds(abolish_nonincremental_tables, 0).
 out_of_bounds(abolish_nonincremental_tables, 1).
 out_of_bounds(message_to_string, 2).
+out_of_bounds(put_attr, 3).          % an attribute of module freeze calls its goal when bound, unchecked
+out_of_bounds(put_attrs, 2).
 out_of_bounds(translate_message, 3).
 out_of_bounds(message_to_codes, 3).
+
+% widened(+N, +A): a builtin that a library the KB loaded declared safe for library(sandbox) (library
+% (pengines_io) makes write_term/2 safe, whose portray_goal option calls a goal): it would widen what
+% the KB's rules may run. The declarations made before the KB loaded are the engine's (sandbox_before/1).
+:- dynamic sandbox_before/1.
+widened(N, A) :-
+    functor(H, N, A),
+    (   clause(sandbox:safe_primitive(system:H), _, Ref) ; clause(sandbox:safe_meta(system:H, _), _, Ref) ),
+    \+ sandbox_before(Ref), !.
 
 allowed(N, A) :- kb_pred(N, A), !.
 allowed(N, A) :- percept_pred(N, A), !.
@@ -147,6 +158,7 @@ safe_call(Mode, G, _, _, (Safe, user:lp_limit_result(Result0-Result))) :-   % a 
     limited_goal(G, Goal, Rebuild, Result), !,                % called with a fresh result, noted, then
     safe_body(Mode, Goal, SafeGoal),                          % unified: a result the KB bound in advance
     call(Rebuild, SafeGoal, Result0, Safe).                   % does not hide that the limit cut it short
+safe_call(_, set_prolog_flag(F, V), _, _, user:lp_set_flag(F, V)) :- !.
 safe_call(Mode, tnot(G), _, _, Safe) :- !,                  % tnot/1 needs the tabled goal itself
     (   nonvar(G), safe_body(Mode, G, SafeG), SafeG == G -> Safe = tnot(G) ; Safe = user:lp_tnot(G) ).
 safe_call(Mode, apply(C, Args), _, _, Safe) :- !,           % its closure is not declared a meta-argument
@@ -271,7 +283,7 @@ safe_format_arg(_, false, A, A).
 wrapper(checked(_)).
 wrapper(W) :- compound(W), compound_name_arity(W, Name, _),
     memberchk(Name, [lp_closure, lp_lambda, lp_dcg, lp_dcg_body, lp_recover, lp_colon, lp_format, lp_apply,
-                     safe_assert, literal_assert, lp_limit_result, lp_tnot]).
+                     safe_assert, literal_assert, lp_limit_result, lp_tnot, lp_set_flag]).
 
 % --- the wrappers: each checks, by both layers, what it is about to call ------------------------------
 
@@ -326,6 +338,18 @@ user:lp_dcg(G, S0, S) :-
 user:lp_dcg_body(S0, S, Body, S0, S) :- call(kb:Body).
 
 % The recovery of a rewritten catch/3: the engine's own exceptions go on up, whatever the catcher.
+% set_prolog_flag/2 in a KB rule: a tabling limit it sets is noted, so that the search is unknown even
+% if the rule lifts the limit again before the engine looks (answers a limit with action `fail` dropped
+% leave no trace); `suspend` would start a nested toplevel on the engine's input.
+user:lp_set_flag(F, V) :-
+    (   atom(F), sub_atom(F, 0, _, _, max_), ( sub_atom(F, _, _, 0, '_action') -> V \== suspend ; true )
+    ->  nb_setval(lp_table_limit, true)
+    ;   atom(F), sub_atom(F, 0, _, _, max_) -> throw(error(permission_error(modify, flag, F-V), _))
+    ;   true
+    ),
+    sandbox_check(set_prolog_flag(F, V)),      % the flags library(sandbox) lets code set, as before
+    set_prolog_flag(F, V).
+
 % tnot/1 of a goal the KB's code did not write: checked, then tabled negation of that goal itself (a
 % wrapper around it would not be tabled).
 user:lp_tnot(G) :- called_goal(G), checked_body(G, Safe), tnot(kb:Safe).
@@ -485,6 +509,7 @@ sandbox:safe_primitive(user:lp_dcg(_, _, _)).
 sandbox:safe_primitive(user:lp_dcg_body(_, _, _, _, _)).
 sandbox:safe_primitive(user:lp_recover(_, _, _)).
 sandbox:safe_primitive(user:lp_tnot(_)).
+sandbox:safe_primitive(user:lp_set_flag(_, _)).
 sandbox:safe_primitive(user:safe_assert(_, _, _)).
 sandbox:safe_primitive(user:literal_assert(_, _, _)).
 sandbox:safe_primitive(user:lp_colon(_)).

@@ -11,8 +11,11 @@ hook_clause(Term, Hook) :-
     nonvar(Term), Term \= (:- _), Term \= (?- _),
     (   Term = (H :- _) -> true ; Term = (H --> _) -> true ; H = Term ),
     nonvar(H),
-    (   H = M:H1, atom(M), prolog_load_context(module, Here), M \== Here
+    prolog_load_context(module, Here),
+    (   H = M:H1, atom(M), M \== Here
     ->  callable(H1), functor(H1, N, A), Hook = M:N/A
+    ;   memberchk(Here, [user, system, prolog, sandbox])    % a directive made the source module one of these
+    ->  callable(H), functor(H, N, A), Hook = Here:N/A
     ;   callable(H), functor(H, goal_expansion, A), memberchk(A, [2, 4]), Hook = goal_expansion/A
     ).
 

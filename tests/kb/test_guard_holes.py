@@ -255,3 +255,26 @@ def test_a_kb_clause_defining_a_hook_swi_prolog_calls_is_refused_at_load(kbcli, 
         checked = kbcli("kb", "check", str(kb))
         assert checked.returncode == 1 and "is refused" in checked.stdout + checked.stderr, name
     assert not marker.exists()
+
+
+def test_a_rule_may_not_reach_a_goal_through_an_attribute_or_a_builtin_a_library_widened(kbcli, tmp_path):
+    # put_attr(V, freeze, G) calls G when V is bound, and neither layer saw G; library(pengines_io)
+    # declares write_term/2 safe for library(sandbox), and its portray_goal option calls a goal.
+    marker = tmp_path / "pwned"
+    kb = tmp_path / "attr.pl"
+    kb.write_text(":- use_module(library(pengines_io)).\nr(G) :- put_attr(V, freeze, G), V = 1.\n"
+                  "w(X, G) :- write_term(X, [portray_goal(G)]).\nfact(0).\n")
+    results = prove(kbcli, kb, f"r(shell('touch {marker}'))", f"w(foo, [_, _]>>shell('touch {marker}'))",
+                    "fact(0)")
+    assert [r["status"] for r in results] == ["unknown", "unknown", "proved"], results
+    assert all("refused" in r["reason"] for r in results[:2]) and not marker.exists()
+
+
+def test_a_clause_compiled_into_user_after_a_directive_is_refused_as_a_hook(kbcli, tmp_path):
+    marker = tmp_path / "pwned"
+    kb = tmp_path / "ssm.pl"
+    kb.write_text(":- '$set_source_module'(_, user).\n"
+                  f"portray(X) :- X == boom, shell('touch {marker}').\n"
+                  ":- '$set_source_module'(_, kb).\nshow(X) :- format(\"~p~n\", [X]).\n")
+    done = kbcli("kb", "prove", str(kb), "show(boom)")
+    assert done.returncode == 2 and "user:portray/1 is refused" in done.stderr and not marker.exists()

@@ -177,3 +177,22 @@ def test_negation_binds_none_of_the_answers_variables(kbcli, tmp_path):
     for line in done.stdout.splitlines():
         reply = json.loads(line)
         assert reply["status"] == "proved" and reply["solutions"][0]["bindings"] == {"X": "X"}, reply  # left free
+
+
+def test_a_tabling_limit_a_rule_lifts_again_before_the_end_still_makes_the_search_unknown(kbcli, tmp_path):
+    kb = write(tmp_path, "lift.pl", ":- table a/1.\na(f(f(f(f(a))))).\n"
+               "rf(L) :- set_prolog_flag(max_table_answer_size, 1), set_prolog_flag(max_table_answer_size_action, fail), "
+               "findall(X, a(X), L), set_prolog_flag(max_table_answer_size_action, error).\n"
+               "stop :- set_prolog_flag(max_table_answer_size_action, suspend).\n")
+    assert plain_swipl(kb, "findall(X, a(X), L), L \\== []") == "true"
+    assert statuses(kbcli, kb, "rf(L)", "\\+ rf(_)", "stop", "findall(X, a(X), [_])") == \
+        ["unknown", "unknown", "unknown", "proved"]
+
+
+def test_a_global_variable_a_library_declares_safe_is_set_back_after_each_goal(kbcli, tmp_path):
+    kb = write(tmp_path, "glob.pl", ":- use_module(library(clpb)).\nsetg(X) :- nb_setval('$clpb_atoms', X).\n"
+                                    "getg(X) :- nb_current('$clpb_atoms', X).\n")
+    done = kbcli("kb", "prove", str(kb), "getg(X)", "setg(hello)", "getg(X)", "--format", "json")
+    replies = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["status"] for r in replies] == ["proved"] * 3
+    assert replies[0]["solutions"][0]["bindings"] == replies[2]["solutions"][0]["bindings"] != {"X": "hello"}
