@@ -51,7 +51,7 @@ class Judgement(BaseModel):
 
 
 def judge(path: Path, mode: Mode, texts: list[str], seconds: float = 60.0) -> Judgement:
-    raw, names = run_tool(FACTS_TOOL, "kb_facts:main", path, json.dumps({"mode": mode, "facts": texts}), seconds)
+    raw, names = run_tool(FACTS_TOOL, "kb_facts:main", path, json.dumps({"mode": mode, "facts": texts}, ensure_ascii=False), seconds)
     judgement = Judgement.model_validate(raw)
     for judged in judgement.facts:
         judged.file = names.get(judged.file, judged.file)  # as the user named it

@@ -53,7 +53,12 @@ main :-
     ;   catch(( atom_json_dict(Line, Request, [value_string_as(string)]),
                 ( handle(Request.op, Request, Reply) -> true ; Reply = _{error: "the request failed"} ) ),
               Error, error_reply(Error, Reply)),
-        reply(Out, Secret, Reply),
+        catch(reply(Out, Secret, Reply), Unwritable, true),
+        (   var(Unwritable) -> true
+        ;   message_text(Unwritable, Why),          % this request's reply only: the engine goes on
+            format(string(Text), "the engine could not write its reply: ~s", [Why]),
+            reply(Out, Secret, _{error: Text})
+        ),
         fail
     ).
 
@@ -225,8 +230,16 @@ handle("read", Request, _{terms: Terms, error: Error}) :-
 read_all(In, Terms, Error) :-
     catch(read_term(In, T, [variable_names(Names), module(kb), syntax_errors(error)]), E, true),
     (   nonvar(E) -> Terms = [], syntax_text(E, Error)
-    ;   T == end_of_file -> Terms = [], Error = null
-    ;   postfix(T, Names, Items), Terms = [Items|More], read_all(In, More, Error)
+    ;   T == end_of_file
+    ->  Terms = [],                           % the text's end, or end_of_file. written before it
+        read_string(In, _, Rest),
+        (   split_string(Rest, "", " \t\r\n", [""]) -> Error = null
+        ;   Error = "end_of_file. ends the text before its end: what follows it would be dropped"
+        )
+    ;   catch(postfix(T, Names, Items), lp_unsupported(Why), true),
+        (   nonvar(Why) -> Terms = [], Error = Why
+        ;   Terms = [Items|More], read_all(In, More, Error)
+        )
     ).
 
 syntax_text(error(syntax_error(What), stream(_, Line, LinePos, _)), Text) :- !,
@@ -236,26 +249,41 @@ syntax_text(error(syntax_error(What), stream(_, Line, LinePos, _)), Text) :- !,
     format(string(Text), "syntax error at line ~w, column ~w: ~s", [Line, Column, Message]).
 syntax_text(E, Text) :- message_text(E, Text).
 
+% postfix(+T, +Names, -Items): each variable named by an attribute (linear in the term: a goal with
+% tens of thousands of variables is read in one pass); one the goal left anonymous gets a name _G<n>
+% that none of its own variables has.
 postfix(T, Names0, Items) :-
+    maplist([N=V]>>put_attr(V, lp_name, N), Names0),
+    findall(N, member(N=_, Names0), Used0), list_to_ord_set(Used0, Used),
     term_variables(T, Vars),
-    foldl(anonymous_name(Names0), Vars, Names0-1, Names-_),
-    phrase(items(T, Names), Items).
+    foldl(anonymous_name(Used), Vars, 1, _),
+    phrase(items(T), Items).
 
-anonymous_name(Names0, V, Ns-I, Ns1-I1) :-
-    (   member(_=W, Names0), W == V -> Ns1 = Ns, I1 = I
-    ;   format(atom(Name), "_G~d", [I]), I1 is I + 1, append(Ns, [Name=V], Ns1)
+anonymous_name(Used, V, I, I1) :-
+    (   get_attr(V, lp_name, _) -> I1 = I
+    ;   format(atom(Name), "_G~d", [I]), I2 is I + 1,
+        (   ord_memberchk(Name, Used) -> anonymous_name(Used, V, I2, I1)
+        ;   put_attr(V, lp_name, Name), I1 = I2
+        )
     ).
 
-items(T, Ns) --> { var(T) }, !, { member(N=V, Ns), V == T, ! }, [["v", N]].
-items(T, _) --> { atom(T) }, !, { atom_string(T, S) }, [["a", S]].   % a string: JSON would make true a boolean
-items([], _) --> !, [["a", "[]"]].                % not an atom in SWI-Prolog 7, written as one
-items(T, _) --> { string(T) }, !, [["s", T]].
-items(T, _) --> { number(T) }, !, { format(string(S), "~q", [T]) }, [["n", S]].
-items(T, Ns) --> { compound_name_arguments(T, F, Args), length(Args, A), atom_string(F, S) },
-    item_list(Args, Ns), [["c", S, A]].
+% What the goal's Python side has no term for is refused, not read as another term.
+items(T) --> { var(T) }, !, { get_attr(T, lp_name, N) }, [["v", N]].
+items(T) --> { T == '[]' }, !,                    % the atom '[]', not the empty list []
+    { throw(lp_unsupported("the atom '[]' is not the empty list []: write [] (or another name)")) }.
+items(T) --> { atom(T) }, !, { atom_string(T, S) }, [["a", S]].   % a string: JSON would make true a boolean
+items([]) --> !, [["a", "[]"]].                   % not an atom in SWI-Prolog 7, written as one
+items(T) --> { string(T) }, !, [["s", T]].
+items(T) --> { number(T) }, !, { format(string(S), "~q", [T]) }, [["n", S]].
+items(T) --> { is_dict(T) }, !, { throw(lp_unsupported("a dict is not supported in a goal")) }.
+items(T) --> { compound_name_arguments(T, F, Args), Args == [] }, !,
+    { format(string(Why), "~q() (a compound with no arguments) is not supported in a goal: write ~q", [F, F]),
+      throw(lp_unsupported(Why)) }.
+items(T) --> { compound_name_arguments(T, F, Args), length(Args, A), atom_string(F, S) },
+    item_list(Args), [["c", S, A]].
 
-item_list([], _) --> [].
-item_list([X|Xs], Ns) --> items(X, Ns), item_list(Xs, Ns).
+item_list([]) --> [].
+item_list([X|Xs]) --> items(X), item_list(Xs).
 
 % A goal is checked before it runs, by both layers (percepts it brings count as the KB's).
 handle("check", Request, Reply) :-
@@ -388,13 +416,17 @@ sandbox_asserted :-
 % wrapper's shape, never unified with it: unifying would bind a variable of the term (a goal p(a, z, M)
 % would read as a rewritten catch/3, M bound to its recovery and z shown as a fresh variable).
 unwrap(T, T) :- \+ compound(T), !.
-unwrap(T, U) :-
+unwrap(T, U) :-                                % (each shape's functor first: subsumes_term/2 walks
+    compound_name_arity(T, :, 2),               % the whole term, which made a long list quadratic)
     subsumes_term(user:_, T), T = _:W, compound(W),
     wrapped(W, Inner, Shown), !,                % W's arguments are only bound to wrapped/3's variables
     unwrap(Inner, UInner), Shown = UInner-U0, U = U0.
-unwrap(T, U) :- subsumes_term((_, user:lp_limit_result(_)), T), !, T = (G, _), unwrap(G, U).
+unwrap(T, U) :-
+    compound_name_arity(T, ',', 2), arg(2, T, Note), compound(Note), compound_name_arity(Note, :, 2),
+    subsumes_term((_, user:lp_limit_result(_)), T), !, T = (G, _), unwrap(G, U).
 unwrap(T, U) :-                                   % a rewritten catch/3 shows its own catcher and recovery
-    compound_name_arity(T, Name, 3), arg(3, T, Recover), subsumes_term(user:lp_recover(_, _, _), Recover), !,
+    compound_name_arity(T, Name, 3), arg(3, T, Recover), compound(Recover), compound_name_arity(Recover, :, 2),
+    subsumes_term(user:lp_recover(_, _, _), Recover), !,
     T =.. [Name, G, _, user:lp_recover(_, C, R)],
     unwrap(G, UG), unwrap(C, UC), unwrap(R, UR), compound_name_arguments(U, Name, [UG, UC, UR]).
 unwrap(T, U) :-

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import ProgramParseError, SolverTimeout, UsageError
+from ..core.errors import ProgramExecutionError, ProgramParseError, SolverTimeout, UsageError
 from .prolog import EngineExited, PrologProcess, ProofLimits
 from .safety import GoalRejected
 from .terms import Term, canonical, from_postfix, ground, parse_term, show
@@ -137,10 +137,20 @@ class KnowledgeBase:
         source = text.strip().removeprefix("?-")
         if source.strip() and not re.search(r"\.\s*$", source):
             source += "."
-        reply = self.process.read(source)
+        reply = self._unreadable_as_parse_error(lambda: self.process.read(source), text)
         if reply["error"] is not None:
             raise ProgramParseError(reply["error"], text=text.strip())
         return [from_postfix(items) for items in reply["terms"]]
+
+    @staticmethod
+    def _unreadable_as_parse_error(request: Callable[[], dict[str, Any]], text: str) -> dict[str, Any]:
+        # A goal the engine could not take in (its C stack overflowed on a term 20,000 operators deep, it
+        # timed out, it died) costs that goal alone, as a syntax error does: never the whole batch.
+        try:
+            return request()
+        except (ProgramExecutionError, SolverTimeout) as exc:
+            why = str(exc).splitlines()[0][:300]
+            raise ProgramParseError(f"the engine could not take the goal in: {why}", text=text.strip()[:300]) from None
 
     def check(self, text: str, percepts: Sequence[Percept] = ()) -> Term:
         """Read one goal and check it as it will run; raises ProgramParseError/GoalRejected."""
@@ -154,7 +164,7 @@ class KnowledgeBase:
         """Both layers of the sandbox, before the goal runs (they check again while it runs); `percepts`
         add to (and override) the KB's own, for this goal only."""
         names = sorted({p.name for p in [*self.percepts, *percepts]})
-        reply = self.process.check(canonical(term), names)
+        reply = self._unreadable_as_parse_error(lambda: self.process.check(canonical(term), names), show(term))
         if reply["ok"]:
             return
         reason = reply["reason"]

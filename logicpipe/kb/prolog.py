@@ -181,7 +181,9 @@ class PrologProcess:
         stdin = self._process.stdin
         assert stdin is not None
         try:
-            stdin.write((json.dumps(payload) + "\n").encode())
+            # As UTF-8, not \u escapes: SWI-Prolog 9.0 reads a character beyond U+FFFF, escaped as a pair of
+            # surrogates, as two lone codes it then cannot write back (the engine died; a percept failed).
+            stdin.write((json.dumps(payload, ensure_ascii=False) + "\n").encode())
             stdin.flush()
         except BrokenPipeError:
             message = self._last_error()
@@ -220,9 +222,11 @@ class PrologProcess:
                 self._buffer += chunk
 
     def _last_error(self) -> str:
-        self._stderr.seek(0)
+        # Only the end: what KB code printed may be hundreds of MB, and the last line is the engine's.
+        size = self._stderr.seek(0, os.SEEK_END)
+        self._stderr.seek(max(0, size - 4096))
         lines = [line for line in self._stderr.read().decode("utf-8", "replace").splitlines() if line.strip()]
-        return lines[-1] if lines else f"exit status {self._process.poll()}"
+        return lines[-1][-1000:] if lines else f"exit status {self._process.poll()}"
 
     def _restart(self) -> None:
         """Replace a hung or dead process by a freshly loaded one (none while the first load runs)."""
