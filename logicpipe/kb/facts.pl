@@ -38,7 +38,7 @@ main :-
 % repeat within one request is `present`; Sources caches each file's terms and positions.
 judge(Mode, Text, Dict, Seen0-Sources0, Seen-Sources) :-
     Base = _{text: Text, reason: "", fact: "", predicate: "", module: "", file: "", after: 0, ranges: []},
-    (   catch(term_string(Term, Text, [module(kb), variable_names(_)]), Error, true),
+    (   catch(one_term(Text, Term), Error, true),
         (   nonvar(Error)
         ->  message_to_string(Error, Why), Status = refused, Seen = Seen0, Sources = Sources0, Extra = _{}
         ;   classify(Mode, Term, Seen0, Status, Why, Extra, Sources0, Sources),
@@ -49,6 +49,19 @@ judge(Mode, Text, Dict, Seen0-Sources0, Seen-Sources) :-
     ),
     atom_string(Status, StatusText),
     Dict = Base.put(Extra).put(_{status: StatusText, reason: Why}).
+
+% one_term(+Text, -Term): the one fact Text holds; a second one is an error, not dropped silently.
+one_term(Text0, Term) :-
+    split_string(Text0, "", " \t\r\n", [Trimmed]),
+    ( sub_string(Trimmed, _, 1, 0, ".") -> Text = Trimmed ; string_concat(Trimmed, " .", Text) ),
+    setup_call_cleanup(open_string(Text, In),
+                       ( read_term(In, Term, [module(kb), variable_names(_), syntax_errors(error)]),
+                         read_term(In, Next, [module(kb), syntax_errors(error)]) ),
+                       close(In)),
+    (   Term == end_of_file -> throw(error(syntax_error(no_fact), _))
+    ;   Next == end_of_file -> true
+    ;   throw(error(syntax_error('one fact per --fact, and this text holds more than one'), _))
+    ).
 
 message_to_string(error(syntax_error(What), _), Text) :- !,
     format(string(Text), "syntax error: ~w", [What]).

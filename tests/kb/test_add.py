@@ -175,3 +175,12 @@ def test_in_a_terminal_the_change_is_asked_for(tmp_path):
     assert code == 0, err
     assert f"added 1 fact(s); backup: {kb}.bak" in err and "student(zoe)." in kb.read_text()
     assert json.loads(json.dumps(swipl_facts(kb, "student(zoe)"))) == "[student(zoe)]"
+
+
+def test_a_fact_text_holding_two_facts_is_refused_not_cut_to_the_first(kbcli, tmp_path):
+    # term_string/2 read the first term only: "student(yan). student(zed)" added student(yan) silently.
+    kb = campus_copy(tmp_path)
+    done = kbcli("kb", "add", str(kb), "--fact", "student(yan). student(zed)", "--fact", "student(xu).", "--yes")
+    assert "refused: student(yan). student(zed) -- syntax error: one fact per --fact" in done.stderr, done.stderr
+    assert swipl_facts(kb, "student(_)") == "[student(alice),student(bob),student(carol),student(dave)," \
+                                            "student(erin),student(xu)]"
