@@ -123,6 +123,8 @@ out_of_bounds(abolish_nonincremental_tables, 1).
 out_of_bounds(message_to_string, 2).
 out_of_bounds(put_attr, 3).          % an attribute of module freeze calls its goal when bound, unchecked
 out_of_bounds(put_attrs, 2).
+out_of_bounds(get_attr, 3).          % the attribute itself, not a copy: setarg/3 could put a goal in it
+out_of_bounds(get_attrs, 2).
 out_of_bounds(translate_message, 3).
 out_of_bounds(message_to_codes, 3).
 

@@ -278,3 +278,15 @@ def test_a_clause_compiled_into_user_after_a_directive_is_refused_as_a_hook(kbcl
                   ":- '$set_source_module'(_, kb).\nshow(X) :- format(\"~p~n\", [X]).\n")
     done = kbcli("kb", "prove", str(kb), "show(boom)")
     assert done.returncode == 2 and "user:portray/1 is refused" in done.stderr and not marker.exists()
+
+
+def test_a_rule_may_not_swap_a_goal_into_a_freeze_attribute(kbcli, tmp_path):
+    # get_attr/3 hands back the attribute itself; setarg/3 then made the frozen goal the goal's term,
+    # which binding the variable ran unchecked (library(sandbox) deems every step safe).
+    marker = tmp_path / "pwned"
+    kb = tmp_path / "swap.pl"
+    kb.write_text("run(G) :- freeze(X, true), get_attr(X, freeze, V), setarg(2, V, G), X = 1.\n"
+                  "late(G, X) :- freeze(X, G).\nfact(0).\n")
+    results = prove(kbcli, kb, f"run(shell('touch {marker}'))", "late(fact(0), 1)", f"late(shell('touch {marker}'), 1)")
+    assert [r["status"] for r in results] == ["unknown", "proved", "unknown"], results
+    assert not marker.exists()
