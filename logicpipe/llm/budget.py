@@ -67,6 +67,7 @@ class Budget:
         self.cache_path = cache_path or config.llm_cache or default_cache_path()
         self.step = Spend()
         self._total: Spend | None = None  # paid requests of every run into the folder (cached ones are free)
+        self._batches: list[str] = []  # the batches the folder's ledger counts (read with the total)
         self.replies = 0  # paid replies this run received (a run that got none may leave a new OUT unmade)
         self.maybe_paid = 0  # failed requests the server may have worked on (and billed): timeouts, 5xx, ...
         # Called once per model with its first reply (cached ones too): options.json then records it.
@@ -89,6 +90,7 @@ class Budget:
             saved = read_ledger(self._ledger.parent) if self._ledger is not None else None
             self._total = Spend() if saved is None else Spend(sent=saved["sent"], prompt_tokens=saved["prompt_tokens"],
                                                              completion_tokens=saved["completion_tokens"])
+            self._batches = [] if saved is None else saved["batches"]  # counted in the total; kept on writing
         return self._total
 
     @property
@@ -235,7 +237,7 @@ class Budget:
         total = self.total
         # The cost at this run's prices (those --max-cost counts with); None without.
         write_ledger(self._ledger.parent, total.sent, total.prompt_tokens, total.completion_tokens,
-                     self.config.cost(total.prompt_tokens, total.completion_tokens))
+                     self.config.cost(total.prompt_tokens, total.completion_tokens), self._batches)
 
     def new_step(self) -> Spend:
         """Close the step's account and open the next one."""
