@@ -4,10 +4,9 @@ rows against plain swipl on the same KB)."""
 
 import json
 import re
-import subprocess
 
-from logicpipe.solvers.lp import swipl_path
 from tests.conftest import ROOT
+from tests.kb.oracle import STATUS, swipl_says
 
 # What the rows' goals lean on and the page leaves unsaid.
 SUPPORT = """\
@@ -33,13 +32,6 @@ def rows():
     return found
 
 
-def plain_swipl(kb, goal):
-    query = f"catch((({goal}) -> R = true ; R = false), _, R = error), write(R)"
-    done = subprocess.run([swipl_path(), "-q", "-g", f"consult('{kb}'), {query}", "-t", "halt"],
-                          capture_output=True, text=True, timeout=60)
-    return {"true": "proved", "false": "failed", "error": "unknown"}[done.stdout.strip()]
-
-
 def test_every_row_of_the_kb_rule_table_holds(kbcli, tmp_path):
     table = rows()
     assert len(table) >= 12
@@ -52,7 +44,7 @@ def test_every_row_of_the_kb_rule_table_holds(kbcli, tmp_path):
     assert len(replies) == len(goals), done.stderr
     for (_, goal, verdict), reply in zip(table, replies, strict=True):
         if verdict.startswith("as plain swipl"):
-            assert reply["status"] == plain_swipl(kb, goal), (goal, reply)
+            assert reply["status"] == STATUS[swipl_says(kb, goal)], (goal, reply)
         else:
             assert reply["status"] == verdict.split(":")[0], (goal, verdict, reply)
         # An unknown for the reason the row gives: the layer that refused, or a limit.

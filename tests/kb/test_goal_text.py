@@ -4,13 +4,12 @@ as another term), and a goal the engine cannot take in costs that goal alone (th
 2026-12-05's fourth pass)."""
 
 import json
-import subprocess
 
 import pytest
 
 from logicpipe.core.errors import ProgramParseError
 from logicpipe.kb.knowledge import KnowledgeBase
-from logicpipe.solvers.lp import swipl_path
+from tests.kb.oracle import swipl_says
 
 KB = "p(a).\np(b).\n:- dynamic p_mood/1.\nhappy :- p_mood('\N{GRINNING FACE}').\n"
 
@@ -22,20 +21,13 @@ def prove(kbcli, kb, *goals, extra=()):
     return replies
 
 
-def plain_swipl(kb, goal, setup="true"):
-    query = f"{setup}, ((({goal}) -> write(true) ; write(false)))"
-    done = subprocess.run([swipl_path(), "-q", "-g", f"consult('{kb}'), {query}", "-t", "halt"],
-                          capture_output=True, text=True, timeout=60)
-    return done.stdout.strip()
-
-
 def test_a_character_beyond_the_basic_plane_is_read_as_itself(kbcli, tmp_path):
     # Sent as a JSON surrogate pair, SWI-Prolog 9.0 read two lone codes: the engine died on the reply
     # (no goal of the batch answered) and a percept with the character failed.
     kb = tmp_path / "kb.pl"
     kb.write_text(KB)
     grin = "\N{GRINNING FACE}"
-    assert plain_swipl(kb, "happy", f"assertz(p_mood('{grin}'))") == "true"
+    assert swipl_says(kb, "happy", f"assertz(p_mood('{grin}'))") == "true"
     replies = prove(kbcli, kb, "p(a)", f'X = "{grin}", atom_length(X, 1)', "p(b)")
     assert [r["status"] for r in replies] == ["proved"] * 3
     assert replies[1]["solutions"][0]["bindings"]["X"] == f'"{grin}"'
@@ -46,7 +38,7 @@ def test_a_term_the_goal_side_cannot_hold_is_unknown_not_another_term(kbcli, tmp
     kb = tmp_path / "kb.pl"
     kb.write_text(KB)
     goals = ["'[]' == []", "foo() == foo", "X = _{a: 1}"]
-    assert [plain_swipl(kb, goal) for goal in goals] == ["false", "false", "true"]
+    assert [swipl_says(kb, goal) for goal in goals] == ["false", "false", "true"]
     replies = prove(kbcli, kb, "p(a)", *goals, "p(b)")
     assert [r["status"] for r in replies] == ["proved", "unknown", "unknown", "unknown", "proved"], replies
     assert "is not the empty list" in replies[1]["reason"] and "no arguments" in replies[2]["reason"]
@@ -56,7 +48,7 @@ def test_an_anonymous_variable_never_takes_the_name_of_one_the_goal_wrote(kbcli,
     kb = tmp_path / "kb.pl"
     kb.write_text(KB)
     goals = ["X = f(_G1, _), X = f(a, b)", "_G1 = a, _ = b, _G1 == a"]
-    assert [plain_swipl(kb, goal) for goal in goals] == ["true", "true"]
+    assert [swipl_says(kb, goal) for goal in goals] == ["true", "true"]
     assert [r["status"] for r in prove(kbcli, kb, *goals)] == ["proved", "proved"]
 
 

@@ -5,12 +5,11 @@ of 2026-12-05: a thrown `ok`, flags, predicates an assert created, percepts, fil
 undefined tabled answers read through findall or negation)."""
 
 import json
-import subprocess
 
 import pytest
 
 from logicpipe.kb.knowledge import KnowledgeBase, parse_percept
-from logicpipe.solvers.lp import swipl_path
+from tests.kb.oracle import STATUS, swipl_says
 
 
 def statuses(kbcli, kb, *goals):
@@ -18,14 +17,6 @@ def statuses(kbcli, kb, *goals):
     replies = [json.loads(line) for line in done.stdout.splitlines()]
     assert len(replies) == len(goals), done.stderr
     return [reply["status"] for reply in replies]
-
-
-def plain_swipl(kb, goal):
-    """'true', 'false' or 'raised': the goal on a fresh swipl that consulted the KB."""
-    query = f"catch((({goal}) -> R = true ; R = false), _, R = raised), write(R)"
-    done = subprocess.run([swipl_path(), "-q", "-g", f"consult('{kb}'), {query}", "-t", "halt"],
-                          capture_output=True, text=True, timeout=60)
-    return done.stdout.strip()
 
 
 def write(tmp_path, name, text):
@@ -37,7 +28,7 @@ def write(tmp_path, name, text):
 def test_a_thrown_ok_is_no_finished_search(kbcli, tmp_path):
     kb = write(tmp_path, "thr.pl", "fact(0).\nfact(1).\nfail_with(E) :- throw(E).\n")
     goals = ["fact(X), fact(Y), Y > X, fail_with(ok)", "fail_with(ok)"]
-    assert [plain_swipl(kb, goal) for goal in goals] == ["raised", "raised"]
+    assert [swipl_says(kb, goal) for goal in goals] == ["raised", "raised"]
     assert statuses(kbcli, kb, *goals) == ["unknown", "unknown"]
     done = kbcli("kb", "prove", str(kb), "(fact(X) ; fail_with(ok))", "--format", "json")
     reply = json.loads(done.stdout)
@@ -52,21 +43,21 @@ def test_a_thrown_ok_is_no_finished_search(kbcli, tmp_path):
 ])
 def test_a_flag_a_goal_sets_does_not_reach_the_next_goal(kbcli, tmp_path, rules, setter, goal, alone):
     kb = write(tmp_path, "flags.pl", rules)
-    assert plain_swipl(kb, goal) == alone
-    verdict = {"true": "proved", "false": "failed"}[alone]
+    assert swipl_says(kb, goal) == alone
+    verdict = STATUS[alone]
     assert statuses(kbcli, kb, goal, setter, goal) == [verdict, "proved", verdict]
 
 
 def test_a_predicate_an_assert_created_is_gone_for_the_next_goal(kbcli, tmp_path):
     kb = write(tmp_path, "leak.pl", "note(X) :- assertz(seen(X)).\nwas_seen(X) :- seen(X).\n")
-    assert plain_swipl(kb, "was_seen(b)") == "raised"  # seen/1 does not exist
+    assert swipl_says(kb, "was_seen(b)") == "raised"  # seen/1 does not exist
     assert statuses(kbcli, kb, "was_seen(b)", "note(a)", "was_seen(b)", "\\+ was_seen(b)") == \
         ["unknown", "proved", "unknown", "unknown"]
 
 
 def test_a_percept_of_one_goal_leaves_the_kbs_own_facts_for_the_next(tmp_path):
     kb = write(tmp_path, "perc.pl", ":- dynamic p_weather/1.\np_weather(rainy).\nwet :- p_weather(rainy).\n")
-    assert plain_swipl(kb, "wet") == "true"
+    assert swipl_says(kb, "wet") == "true"
     base = KnowledgeBase(kb)
     try:
         seen = [base.prove("wet")["status"], base.prove("wet", [parse_percept("p_weather=sunny")])["status"],
@@ -113,26 +104,26 @@ r :- tnot(r).
 def test_an_undefined_tabled_answer_read_through_negation_or_findall_is_unknown(kbcli, tmp_path):
     kb = write(tmp_path, "wfs.pl", WFS)
     # The oracle: plain swipl's residual program says r is undefined (a delay, not true).
-    assert plain_swipl(kb, "call_delays(r, D), D \\== true") == "true"
+    assert swipl_says(kb, "call_delays(r, D), D \\== true") == "true"
     hidden = ["\\+ r", "findall(x, r, [x])", "forall(true, r)", "aggregate_all(count, r, 1)",
               "cap, findall(Y, reach(a, Y), L)", "cap, \\+ reach(a, e)"]
     assert statuses(kbcli, kb, "r", *hidden) == ["unknown"] * (1 + len(hidden))
     # The answer limit the goal set does not outlive it: the next goal's tabling is complete again.
     assert statuses(kbcli, kb, "cap, \\+ reach(a, e)", "reach(a, e)") == ["unknown", "proved"]
-    assert plain_swipl(kb, "reach(a, e)") == "true"
+    assert swipl_says(kb, "reach(a, e)") == "true"
 
 
 def test_an_undefined_answer_in_a_module_the_kb_loads_is_unknown(kbcli, tmp_path):
     write(tmp_path, "mt.pl", ":- module(mt, [p/0]).\n:- table q/0.\nq :- tnot(q).\np :- \\+ q.\n")
     kb = write(tmp_path, "main.pl", ":- use_module(mt).\ntop :- p.\n")
-    assert plain_swipl(kb, "call_delays(mt:q, D), D \\== true") == "true"
-    assert plain_swipl(kb, "top") == "false"  # plain swipl's \+ reads undefined as false
+    assert swipl_says(kb, "call_delays(mt:q, D), D \\== true") == "true"
+    assert swipl_says(kb, "top") == "false"  # plain swipl's \+ reads undefined as false
     assert statuses(kbcli, kb, "top") == ["unknown"]
 
 
 def test_a_tabling_limit_the_kb_set_is_named_as_such(kbcli, tmp_path):
     kb = write(tmp_path, "limit.pl", WFS.replace("cap :-", ":- set_prolog_flag(max_answers_for_subgoal, 2).\ncap :-"))
-    assert plain_swipl(kb, "findall(Y, reach(a, Y), L)") == "raised"
+    assert swipl_says(kb, "findall(Y, reach(a, Y), L)") == "raised"
     done = kbcli("kb", "prove", str(kb), "findall(Y, reach(a, Y), L)", "--format", "json")
     reply = json.loads(done.stdout)
     assert reply["status"] == "unknown" and "max_answers_for_subgoal" in reply["reason"], reply
@@ -157,10 +148,10 @@ def test_no_goal_reaches_the_saved_flags_or_leaves_a_predicate_in_a_module_or_un
     assert statuses(kbcli, poison, "\\+ X = f(X)", "poison", "\\+ X = f(X)") == ["failed", "failed", "failed"]
     module = write(tmp_path, "modk.pl", ":- module(m, [note/1, was_seen/1]).\nnote(X) :- assertz(seen(X)).\n"
                                         "was_seen(X) :- seen(X).\n")
-    assert plain_swipl(module, "was_seen(b)") == "raised"
+    assert swipl_says(module, "was_seen(b)") == "raised"
     assert statuses(kbcli, module, "was_seen(b)", "note(a)", "was_seen(b)") == ["unknown", "proved", "unknown"]
     dollar = write(tmp_path, "dollar.pl", "note :- assertz('$seen'(1)).\nwas :- '$seen'(_).\n")
-    assert plain_swipl(dollar, "was") == "raised"
+    assert swipl_says(dollar, "was") == "raised"
     assert statuses(kbcli, dollar, "was", "note", "was") == ["unknown", "proved", "unknown"]
 
 
@@ -184,7 +175,7 @@ def test_a_tabling_limit_a_rule_lifts_again_before_the_end_still_makes_the_searc
                "rf(L) :- set_prolog_flag(max_table_answer_size, 1), set_prolog_flag(max_table_answer_size_action, fail), "
                "findall(X, a(X), L), set_prolog_flag(max_table_answer_size_action, error).\n"
                "stop :- set_prolog_flag(max_table_answer_size_action, suspend).\n")
-    assert plain_swipl(kb, "findall(X, a(X), L), L \\== []") == "true"
+    assert swipl_says(kb, "findall(X, a(X), L), L \\== []") == "true"
     assert statuses(kbcli, kb, "rf(L)", "\\+ rf(_)", "stop", "findall(X, a(X), [_])") == \
         ["unknown", "unknown", "unknown", "proved"]
 
