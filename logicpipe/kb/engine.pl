@@ -461,7 +461,7 @@ handle("prove", Request, Reply) :-
 
 isolated(Goal) :-
     nb_setval(lp_table_limit, false),
-    setup_call_cleanup(true, snapshot(Goal), ( restore_flags, restore_globals, abolish_created )).
+    call_cleanup(snapshot(Goal), ( restore_flags, restore_globals, abolish_created )).
 
 % A library the KB loads may declare its own global variables safe for library(sandbox) (clpb's
 % '$clpb_atoms'): what a goal left in them is set back, as the flags are.
@@ -479,9 +479,7 @@ sandbox_widening(Ref) :- clause(sandbox:safe_meta(system:_, _), _, Ref).
 % could be changed in place by nb_setarg/3, which library(sandbox) allows).
 loaded_flag(F, V) :- current_prolog_flag(F, V), catch(set_prolog_flag(F, V), _, fail).
 
-unset_limit(max_answers_for_subgoal).
-unset_limit(max_table_subgoal_size).
-unset_limit(max_table_answer_size).
+unset_limit(Limit) :- tabling_limit(Limit, _).
 unset_limit(max_rational_size).
 
 % The flags a goal set are set back (comparing about a hundred flags costs far less than listing them
