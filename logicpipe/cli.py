@@ -672,6 +672,11 @@ def list_() -> None:
             described = f"cannot be loaded: {exc}"
         origin = "built-in" if entry.builtin else "plugin"
         stdout.print(f"  {entry.name:<8} {origin:<8} {entry.package:<24} {described}", markup=False, highlight=False)
+    from .core import jail
+
+    stdout.print("isolation:", markup=False, highlight=False)
+    for line in jail.layers_summary():
+        stdout.print(f"  {line}", markup=False, highlight=False)
 
 
 def _described(spec) -> str:

@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
-# Everything logicpipe needs on a fresh Debian/Ubuntu machine: SWI-Prolog from apt, then a virtual
+# Everything logicpipe needs on a fresh Debian/Ubuntu machine: SWI-Prolog and bubblewrap from apt, then a virtual
 # environment with the package and its test tools. Safe to run again; it skips what is already there.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-if ! command -v swipl >/dev/null 2>&1; then
+# bubblewrap is the OS jail around the KB and LP engines (docs/kb.md, the third layer); without it they
+# run with the language layers alone and say so.
+if ! command -v swipl >/dev/null 2>&1 || ! command -v bwrap >/dev/null 2>&1; then
   SUDO=""
   if [ "$(id -u)" != 0 ]; then SUDO="sudo"; fi
   $SUDO apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq swi-prolog-nox >/dev/null
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq swi-prolog-nox bubblewrap >/dev/null
 fi
 
 PYTHON="${PYTHON:-python3}"

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 import os
 import resource
+import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ..core import jail
 from ..core.errors import ProgramExecutionError, SolverTimeout
 from ..solvers.lp import swipl_path
 from .knowledge import KnowledgeBase, LoadMessage, kb_files
@@ -135,21 +138,29 @@ def run_tool(script: Path, goal: str, path: Path, stdin: str = "", seconds: floa
     files = kb_files(path)
     names = {str(p.resolve()): name for p, name in files}
 
-    def bound() -> None:  # runs in the child: its own session (killed as a group), address space capped
-        os.setsid()
-        cap = (memory_mb + _OVERHEAD_MB) * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
     command = [swipl_path(), "-q", f"--stack-limit={memory_mb}m", "-g", goal, "-t", "halt(1)", str(script),
                "--", *names]
-    process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               preexec_fn=bound)
+    folder = tempfile.mkdtemp(prefix="logicpipe-kb-tool-")
+    if jail.status().active:  # loading runs the KB's directives: inside the jail like the engine
+        read = [script.parent, *{Path(p).parent for p in names}]
+        cell = jail.Jail(Path(folder), read=read, memory_mb=memory_mb + _OVERHEAD_MB, cpu_seconds=int(seconds) + 5)
+        process = jail.popen(cell, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    else:
+        def bound() -> None:  # runs in the child: its own session (killed as a group), address space capped
+            os.setsid()
+            cap = (memory_mb + _OVERHEAD_MB) * 1024 * 1024
+            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+
+        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                   preexec_fn=bound)
     try:
         out, err = process.communicate(stdin.encode(), timeout=seconds)
     except subprocess.TimeoutExpired:
         os.killpg(process.pid, 9)
         process.communicate()
         raise SolverTimeout(f"kb {script.stem}: SWI-Prolog did not finish within {seconds:g} s") from None
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
     lines = [line[len(_REPORT):] for line in out.decode("utf-8", "replace").splitlines()
              if line.startswith(_REPORT)]
     if process.returncode != 0 or not lines:

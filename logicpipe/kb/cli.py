@@ -29,6 +29,25 @@ kb_app = App(no_args_is_help=True, help="Answer questions from, and check answer
 _FORMATS = ("text", "json", "dot", "mermaid")
 
 
+@kb_app.callback()
+def _layers(require_jail: bool = typer.Option(
+        False, "--require-jail", help="refuse to run a KB without the OS jail (bubblewrap, seccomp, Landlock) "
+                                      "rather than with the language layers alone"),
+        no_jail: bool = typer.Option(False, "--no-jail", help="run the KB without the OS jail, so that builtins "
+                                     "given to its rules with --allow (files, shell) can reach the machine")) -> None:
+    """Answer questions from, and check answers against, a Prolog KB."""
+    from ..core import jail
+
+    if require_jail and no_jail:
+        raise UsageError("--require-jail and --no-jail contradict each other: give one")
+    jail.switch_off("--no-jail" if no_jail else None)
+    found = jail.status()
+    if require_jail:
+        jail.require(found)
+    elif not found.active and not no_jail:  # one line, then the language layers alone (docs/kb.md)
+        typer.echo(f"note: {found.line()}: the KB runs with the language layers only", err=True)
+
+
 def _limits(depth: int, inferences: int, seconds: float, memory_mb: int, max_solutions: int) -> ProofLimits:
     from .prolog import ProofLimits
 
@@ -99,6 +118,10 @@ def check(kb: list[Path] = typer.Argument(..., help="KB files, or folders whose 
         for predicate in sorted(report.predicates, key=lambda p: (p.module != "kb", p.module, p.name, p.arity)):
             kind = "".join(f" ({flag})" for flag in ("dynamic", "tabled") if getattr(predicate, flag))
             typer.echo(f"{predicate.signature:<28} {predicate.clauses:>5} clauses  {predicate.file}{kind}")
+    if format == "text":
+        from ..core import jail
+
+        typer.echo(f"isolation: {jail.layers_summary()[0]}", err=True)
     if any(report.failed for report in reports):
         sys.exit(1)  # typer.Exit's code is lost under main()'s standalone_mode=False
 

@@ -10,6 +10,7 @@ import re
 import resource
 import secrets
 import selectors
+import shutil
 import subprocess
 import tempfile
 import time
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core import jail
 from ..core.errors import ProgramExecutionError, SolverTimeout
 from ..solvers.lp import swipl_path
 from .safety import allowed_builtins
@@ -26,6 +28,9 @@ GUARD = Path(__file__).with_name("guard.pl")  # loaded by the engine; its rewrit
 HOOKS = Path(__file__).with_name("hooks.pl")  # so is what it refuses to compile
 # Headroom over the Prolog stacks for the executable, its libraries and the atom table.
 _OVERHEAD_MB = 1024
+# A jailed engine's CPU seconds (RLIMIT_CPU, a backstop behind each goal's own limits); it is replaced
+# before it has been busy for half of them, so a long batch never meets the limit mid-goal.
+CPU_SECONDS = 3600
 # Goal trees deeper than this are cut (the answers are not: SWI-Prolog finds them natively); each level
 # is two levels of JSON, which Python's json module and pydantic read recursively.
 MAX_TREE_DEPTH = 64
@@ -88,7 +93,11 @@ class PrologProcess:
         self._stderr = tempfile.TemporaryFile()
         self._buffer = b""
         self._ready = False  # a process that never loaded is not restarted
-        self._process = self._start()
+        self.jail = jail.status()
+        # The jailed engine's own folder: its temporary files, and a fresh copy of each KB file the
+        # cache has not compiled yet (compiled there, then moved into the cache by this process).
+        self._folder = Path(tempfile.mkdtemp(prefix="logicpipe-kb-"))
+        self._process: subprocess.Popen | None = None
         try:
             self.loaded = self._load()
         except BaseException:
@@ -116,6 +125,8 @@ class PrologProcess:
                     wire.update(source=str(source), qlf=str(qlf), compile=not cached)
                 files.append(wire)
             allow = [[name, int(arity)] for name, arity in (item.rsplit("/", 1) for item in self.allow)]
+            staged = self._stage([wire for wire in files if wire.get("compile")])
+            self._process = self._start(staged, [Path(wire["qlf"]).parent for wire in files if wire["qlf"]])
             loaded = self.request({"op": "load", "files": files, "builtins": builtins, "allow": allow},
                                   self.limits.load_seconds)
             failed = any(m["kind"] == "error" for m in loaded["messages"])
@@ -129,23 +140,51 @@ class PrologProcess:
                 elif failed:  # a KB with errors is not kept compiled: the next load reports them again
                     Path(wire["qlf"]).unlink(missing_ok=True)
                 else:
+                    if wire["qlf"] in staged:  # compiled in the jail's own copy: now into the cache
+                        shutil.move(str(staged[wire["qlf"]] / "kb.qlf"), wire["qlf"])
                     saved.write_text(json.dumps([m for m in loaded["messages"] if m["file"] == wire["name"]]))
             return loaded
         finally:
             for lock in locks:
                 lock.close()
 
-    def _start(self) -> subprocess.Popen:
+    def _stage(self, compiling: list[dict[str, Any]]) -> dict[str, Path]:
+        """For a jailed engine, a writable copy of each cache entry it compiles (qlf path -> copy): the
+        jail sees the copy in the entry's place, so the cache itself is never writable from inside."""
+        if not self.jail.active:
+            return {}
+        staged: dict[str, Path] = {}
+        for wire in compiling:
+            copy = Path(tempfile.mkdtemp(prefix="compile-", dir=self._folder))
+            shutil.copyfile(wire["source"], copy / "kb.pl")
+            staged[wire["qlf"]] = copy
+        return staged
+
+    def _start(self, staged: dict[str, Path], entries: list[Path]) -> subprocess.Popen:
         memory = self.limits.memory_mb
+        threads = "thread_create/3" in self.allow
+        command = [swipl_path(), "-q", f"--stack-limit={memory}m", *([] if threads else ["--threads=false"]),
+                   "-g", "main", "-t", "halt(1)", str(ENGINE)]
+        if self.jail.active:
+            # The KB's own files (the folder of one that loads others by relative path), the engine's
+            # files and this KB's entries in the compiled cache, all read-only.
+            read = [ENGINE.parent, *entries]
+            for path, _ in self.files:
+                loads = _LOADS_OTHERS.search(path.read_bytes().decode("utf-8", "replace"))
+                read.append(path.parent if loads else path)
+            cell = jail.Jail(self._folder, read=read,
+                             write_over=[(copy, Path(qlf).parent) for qlf, copy in staged.items()],
+                             memory_mb=memory + _OVERHEAD_MB, cpu_seconds=CPU_SECONDS)
+            process = jail.popen(cell, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
+        else:
+            def bound() -> None:  # runs in the child: its own session, address space capped
+                os.setsid()
+                cap = (memory + _OVERHEAD_MB) * 1024 * 1024
+                resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
 
-        def bound() -> None:  # runs in the child: its own session, address space capped
-            os.setsid()
-            cap = (memory + _OVERHEAD_MB) * 1024 * 1024
-            resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
-
-        command = [swipl_path(), "-q", f"--stack-limit={memory}m", "-g", "main", "-t", "halt(1)", str(ENGINE)]
-        process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                   preexec_fn=bound)
+            process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                       preexec_fn=bound)
+        self._busy = 0.0
         # Replies are marked with a secret of this process, and what KB code prints goes to stderr
         # (engine.pl main/0): a line printed for a goal (say, "@@reply {...proved...}") is no reply.
         self._mark = f"@@reply {secrets.token_hex(16)} "
@@ -177,9 +216,17 @@ class PrologProcess:
         # once for a failed search's exploration; the grace covers a process that stops answering.
         return self.request(request, limits.seconds * (limits.max_solutions + 2) + 10.0)
 
+    @property
+    def process(self) -> subprocess.Popen:
+        assert self._process is not None, "the engine is started by _load"
+        return self._process
+
     def request(self, payload: dict[str, Any], timeout: float = 30.0) -> dict[str, Any]:
-        stdin = self._process.stdin
+        if self._ready and self._busy > CPU_SECONDS / 2:
+            self._restart()  # replaced long before its CPU limit (which can only count less than this)
+        stdin = self.process.stdin
         assert stdin is not None
+        started = time.monotonic()
         try:
             # As UTF-8, not \u escapes: SWI-Prolog 9.0 reads a character beyond U+FFFF, escaped as a pair of
             # surrogates, as two lone codes it then cannot write back (the engine died; a percept failed).
@@ -190,6 +237,7 @@ class PrologProcess:
             self._restart()
             raise EngineExited(f"SWI-Prolog exited: {message}") from None
         line = self._read_reply(time.monotonic() + timeout)
+        self._busy += time.monotonic() - started
         try:
             reply = json.loads(line)
         except (ValueError, RecursionError) as exc:  # a reply is data, never a crash of the batch
@@ -199,7 +247,7 @@ class PrologProcess:
         return reply
 
     def _read_reply(self, deadline: float) -> str:
-        stdout = self._process.stdout
+        stdout = self.process.stdout
         assert stdout is not None
         fd = stdout.fileno()
         with selectors.DefaultSelector() as selector:
@@ -226,17 +274,18 @@ class PrologProcess:
         size = self._stderr.seek(0, os.SEEK_END)
         self._stderr.seek(max(0, size - 4096))
         lines = [line for line in self._stderr.read().decode("utf-8", "replace").splitlines() if line.strip()]
-        return lines[-1][-1000:] if lines else f"exit status {self._process.poll()}"
+        return lines[-1][-1000:] if lines else f"exit status {self.process.poll()}"
 
     def _restart(self) -> None:
         """Replace a hung or dead process by a freshly loaded one (none while the first load runs)."""
         self._kill()
         self._buffer = b""
         if self._ready:
-            self._process = self._start()
             self._load()
 
     def _kill(self) -> None:
+        if self._process is None:
+            return
         if self._process.poll() is None:
             try:
                 os.killpg(self._process.pid, 9)
@@ -245,13 +294,14 @@ class PrologProcess:
         self._process.wait()
 
     def close(self) -> None:
-        if self._process.stdin and self._process.poll() is None:
+        if self._process is not None and self._process.stdin and self._process.poll() is None:
             try:
                 self._process.stdin.close()
                 self._process.wait(timeout=5)
             except (OSError, subprocess.TimeoutExpired):
                 self._kill()
         self._stderr.close()
+        shutil.rmtree(self._folder, ignore_errors=True)
 
     def __enter__(self) -> PrologProcess:
         return self

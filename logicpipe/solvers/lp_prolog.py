@@ -20,11 +20,17 @@ import tempfile
 import time
 from pathlib import Path
 
+from ..core import jail
 from ..core.errors import PrerequisiteError, ProgramExecutionError, SolverTimeout
 
 ENGINE = Path(__file__).with_name("lp_engine.pl")
 _PR_SET_PDEATHSIG = 1
 _END = b"END\n"
+# Headroom over the Prolog stacks for the executable and its libraries (the jail's address-space cap).
+_OVERHEAD_MB = 512
+# A jailed engine's CPU seconds (a backstop behind each program's own deadline); an engine is replaced
+# once it has been busy for half of them.
+CPU_SECONDS = 3600
 
 
 def swipl_path() -> str:
@@ -45,14 +51,24 @@ class PrologEngine:
         self.stack_mb = stack_mb
         self.owner = os.getpid()
         self.errors = tempfile.TemporaryFile()
-        self.process = subprocess.Popen(
-            [swipl_path(), "-q", f"--stack-limit={stack_mb}m", "-g", "serve", "-t", "halt(1)", str(ENGINE)],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.errors, preexec_fn=_die_with_parent)
+        self.busy = 0.0
+        command = [swipl_path(), "-q", "--threads=false", f"--stack-limit={stack_mb}m", "-g", "serve", "-t",
+                   "halt(1)", str(ENGINE)]
+        self.folder = tempfile.mkdtemp(prefix="logicpipe-lp-")
+        if jail.status().active:  # the program is data to the engine; the jail holds if that ever fails
+            cell = jail.Jail(Path(self.folder), read=[ENGINE], memory_mb=stack_mb + _OVERHEAD_MB,
+                             cpu_seconds=CPU_SECONDS)
+            self.process = jail.popen(cell, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                      stderr=self.errors)
+        else:
+            self.process = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                            stderr=self.errors, preexec_fn=_die_with_parent)
 
     def run(self, program: str, seconds: float) -> str:
         """Send one program (data terms, one per line) and return the engine's answer up to END."""
         assert self.process.stdin is not None and self.process.stdout is not None
-        deadline = time.monotonic() + seconds
+        started = time.monotonic()
+        deadline = started + seconds
         try:
             self.process.stdin.write(program.encode() + b"end_of_program.\n")
             self.process.stdin.flush()
@@ -71,6 +87,7 @@ class PrologEngine:
                 raise self._died()
             chunks.append(chunk)
             tail = (tail + chunk)[-(len(_END) + 1):]
+        self.busy += time.monotonic() - started
         return b"".join(chunks).decode(errors="replace")
 
     def _died(self) -> ProgramExecutionError:
@@ -88,6 +105,7 @@ class PrologEngine:
             if stream is not None:
                 stream.close()
         self.errors.close()
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 _engine: PrologEngine | None = None
@@ -97,7 +115,7 @@ def run_program(program: str, seconds: float, stack_mb: int) -> str:
     """Run a program on this process's engine, starting (or restarting) it as needed."""
     global _engine
     if _engine is not None and (_engine.owner != os.getpid() or _engine.stack_mb != stack_mb
-                                or _engine.process.poll() is not None):
+                                or _engine.process.poll() is not None or _engine.busy > CPU_SECONDS / 2):
         # A forked child must not share its parent's pipes; leave that engine to its owner.
         if _engine.owner == os.getpid():
             _engine.close()

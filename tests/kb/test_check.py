@@ -126,7 +126,7 @@ def test_the_example_kb_checks_clean_with_its_tabled_predicate_and_its_cut(kbcli
     campus = ROOT / "examples" / "kb" / "campus.pl"
     done = kbcli("kb", "check", str(campus))
     assert done.returncode == 0, done.stderr
-    assert done.stderr.splitlines() == [
+    assert [line for line in done.stderr.splitlines() if not line.startswith(("isolation:", "note: OS jail"))] == [
         f"{campus}:117: note: linked/2 is left-recursive (linked/2 -> linked/2); the engine tables it",
         f"{campus}:138: note: connected/2 is left-recursive (connected/2 -> connected/2); declared tabled"]
     shown = {line.split()[0]: line for line in done.stdout.splitlines()}

@@ -1,6 +1,7 @@
 import json
 import os
 import signal
+from pathlib import Path
 
 import pytest
 
@@ -228,7 +229,14 @@ def test_an_engine_that_stops_answering_is_unknown_and_replaced(kb):
     with KnowledgeBase(kb, ProofLimits(inferences=10**12, seconds=0.5, max_solutions=1)) as base:
         term = base.check("climb(0)")
         frozen = base.process._process.pid
-        threading.Timer(0.05, os.killpg, (frozen, signal.SIGSTOP)).start()
+
+        def stop_tree(pid: int) -> None:  # the engine and, in the OS jail, bubblewrap's processes around it
+            for task in Path(f"/proc/{pid}/task").iterdir():
+                for child in (task / "children").read_text().split():
+                    stop_tree(int(child))
+            os.kill(pid, signal.SIGSTOP)
+
+        threading.Timer(0.05, stop_tree, (frozen,)).start()
         result = base.prove_term(term)
         assert result["status"] == "unknown" and result["limit"] == "time", result
         assert "did not answer in time" in result["reason"]
