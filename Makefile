@@ -30,7 +30,7 @@ test-all: setup
 # Ray on two real nodes (a head and a worker node in their own network namespaces): needs root, skips
 # with the reason elsewhere; about 2 minutes. `make test-all` runs it too; CI runs it after `make test`.
 test-ray-nodes: setup
-	$(PY) -m pytest -q -rs -m slow tests/run/test_ray_nodes.py
+	$(PY) -m pytest -q -rs -m slow tests/runtime/test_ray_nodes.py
 
 # The real-model tests: SmolLM2-135M on a local llama.cpp server (scripts/llm-setup.sh installs it).
 test-llm: setup

@@ -1,9 +1,9 @@
 """The `logicpipe` command and `python -m logicpipe`.
 
 This module stays tiny, for two reasons. Every solver worker imports the main module when it starts
-(logicpipe/run/pool.py says why), so whatever this imports, each worker pays for again. And a command
+(logicpipe/runtime/pool.py says why), so whatever this imports, each worker pays for again. And a command
 that solves starts the solver fork server before anything else is imported, so that the server is
-ready (logicpipe/run/ready.py) by the time this process has loaded the command line; each worker then
+ready (logicpipe/runtime/ready.py) by the time this process has loaded the command line; each worker then
 loads its own solver while the command reads its problems and records."""
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ def main() -> None:
     gc.disable()
     argv = sys.argv[1:]
     if argv and argv[0] in _SOLVING and "ray" not in argv:  # --executor ray needs no local pool
-        from .run.pool import start_early
+        from .runtime.pool import start_early
 
-        start_early(["logicpipe.run.ready"])
+        start_early(["logicpipe.runtime.ready"])
     from .cli import main as cli_main
 
     gc.freeze()

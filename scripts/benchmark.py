@@ -18,7 +18,7 @@ from shared_data import use_shared_data
 
 from logicpipe.data import DatasetSpec, get_dataset, resolve_file
 from logicpipe.data.loaders import data_root
-from logicpipe.run.pool import SolverCall, WorkerPool
+from logicpipe.runtime.pool import SolverCall, WorkerPool
 from logicpipe.solvers import SolverOutcome, execute_task, loaded_solver, pyexpr
 
 TARGET = "logicpipe.solvers:execute_task"

@@ -28,9 +28,9 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from logicpipe.run import LocalExecutor
-from logicpipe.run.pool import SolverCall
-from logicpipe.run.ray_executor import LOOPBACK_SWITCH, RayExecutor
+from logicpipe.runtime import LocalExecutor
+from logicpipe.runtime.pool import SolverCall
+from logicpipe.runtime.ray_executor import LOOPBACK_SWITCH, RayExecutor
 
 TARGET = "logicpipe.solvers:execute_task"
 WAIT = "logicpipe.testing.latency:wait"

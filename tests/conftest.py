@@ -69,7 +69,7 @@ def pytest_collection_modifyitems(config, items):
     browser that reads it."""
     for item in items:
         path = str(item.path)
-        if "/tests/run/test_ray" in path:
+        if "/tests/runtime/test_ray" in path:
             item.add_marker(pytest.mark.xdist_group("ray"))
         elif "/tests/report/viewer/" in path:
             item.add_marker(pytest.mark.xdist_group("viewer"))

@@ -15,22 +15,22 @@ def test_workers_come_from_a_server_started_early_that_has_read_the_solver_regis
     # What the command does for a command that solves, then a pool as the solve stage makes one: its
     # workers hold the pool and the registry (read once, by the server) and none of the command line.
     done = _python(
-        "from logicpipe.run.pool import SolverCall, WorkerPool, start_early\n"
-        "start_early(['logicpipe.run.ready'])\n"
-        "with WorkerPool('tests.run.targets:modules', preload=['logicpipe.cli']) as pool:\n"
+        "from logicpipe.runtime.pool import SolverCall, WorkerPool, start_early\n"
+        "start_early(['logicpipe.runtime.ready'])\n"
+        "with WorkerPool('tests.runtime.targets:modules', preload=['logicpipe.cli']) as pool:\n"
         "    [outcome] = pool.map([SolverCall('one', {}, 60)])\n"
         "print(' '.join(outcome.value))\n"
-        "with WorkerPool('tests.run.targets:registry_read') as pool:\n"
+        "with WorkerPool('tests.runtime.targets:registry_read') as pool:\n"
         "    [outcome] = pool.map([SolverCall('one', {}, 60)])\n"
         "print(outcome.value)\n"
-        "with WorkerPool('tests.run.targets:collector') as pool:\n"
+        "with WorkerPool('tests.runtime.targets:collector') as pool:\n"
         "    [outcome] = pool.map([SolverCall('one', {}, 60)])\n"
         "print(*outcome.value)\n")
     assert done.returncode == 0, done.stderr
     loaded, reads, collector = done.stdout.splitlines()
     enabled, frozen = map(int, collector.split())
     assert enabled == 1 and frozen > 10_000  # what the server loaded is left out of the workers' collections
-    assert {"logicpipe.run.ready", "logicpipe.run.pool", "logicpipe.solvers.registry"} <= set(loaded.split())
+    assert {"logicpipe.runtime.ready", "logicpipe.runtime.pool", "logicpipe.solvers.registry"} <= set(loaded.split())
     assert "logicpipe.cli" not in loaded.split()  # the later pool's preload came too late: the server was running
     assert reads == "1"  # the worker, which never asked for them, holds the entry points the server read
 
@@ -99,7 +99,7 @@ def _run_command(data_dir, out, probe: str, prelude: str = "") -> str:
 
 def test_a_run_leaves_its_solvers_library_to_the_workers(data_dir, tmp_path):
     # The command checks that python-constraint is installed without importing it (10-30 ms on its
-    # path); its workers import it (tests/run/test_local.py), and solve.
+    # path); its workers import it (tests/runtime/test_local.py), and solve.
     assert _run_command(data_dir, tmp_path, "'constraint' in sys.modules") == "exit 0 False"
 
 

@@ -16,7 +16,7 @@ from ..core.errors import UsageError
 from ..core.records import Record, stage_error
 from ..llm import LLMClient
 from ..llm.batchapi import OUTLIVES_OVERWRITE
-from ..run.folder import RunFolder, allowed_errors
+from ..runtime.folder import RunFolder, allowed_errors
 from .flow import Flow, Input, KBRecord, run_flows
 from .knowledge import kb_files
 

@@ -17,7 +17,7 @@ from ..core.errors import DataError, ProgramParseError
 from ..core.jsonl import iter_json_lines
 from ..core.records import Record, Usage
 from ..llm import Completion, LLMClient, LLMError, Request
-from ..run.folder import ErrorBudget
+from ..runtime.folder import ErrorBudget
 from .knowledge import Percept, parse_percept
 from .terms import Term
 

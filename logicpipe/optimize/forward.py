@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ..core.records import Problem, text_sha
 from ..core.trajectory import Trajectory
-from ..run.folder import ModelErrors
+from ..runtime.folder import ModelErrors
 from ..stages import PIPELINE, RunConfig, run_stages
 from ..stages.config import TaskOptions
 from ..stages.context import Gate

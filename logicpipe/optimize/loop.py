@@ -17,7 +17,7 @@ from pathlib import Path
 from ..core.errors import LogicPipeError, RunStopped, UsageError
 from ..llm import api_key
 from ..prompts import PromptSet
-from ..run.folder import LOCK_FILE, DirectoryLock
+from ..runtime.folder import LOCK_FILE, DirectoryLock
 from ..solvers import get_solver
 from ..stages.llmcalls import BudgetSpent
 from .blame import rank

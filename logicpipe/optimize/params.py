@@ -23,8 +23,8 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from ..core.errors import UsageError
 from ..core.records import executed
 from ..prompts import PromptSet
-from ..run.executor import check_solver
-from ..run.pool import SolverCall, WorkerPool
+from ..runtime.executor import check_solver
+from ..runtime.pool import SolverCall, WorkerPool
 from ..solvers import get_solver, registry
 from ..stages.config import RunConfig
 

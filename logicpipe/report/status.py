@@ -17,7 +17,7 @@ from typing import Any
 from ..core.errors import LLMError, UsageError
 from ..core.trajectory import Trajectory
 from ..llm.batchapi import read_record
-from ..run.folder import RUN_FILE
+from ..runtime.folder import RUN_FILE
 from ..stages.store import METRICS_FILE, is_run_folder, of_dataset, read_recorded, runs_in
 
 DEPTH = 3  # how far below RUN run folders are looked for: compare's OUT/<formalism>/<dataset>/ is 2
@@ -141,7 +141,7 @@ def _kb_records(folder: Path, stages: dict, warnings: list[str]) -> dict[str, in
     from ..kb.ask import AskRecord
     from ..kb.flow import KBRecord
     from ..kb.validate import ValidateRecord
-    from ..run.folder import RunFolder
+    from ..runtime.folder import RunFolder
 
     models: dict[str, type[KBRecord]] = {"ask": AskRecord, "validate": ValidateRecord}
     store = RunFolder(folder, warnings=warnings)  # opened without `with`: it only reads

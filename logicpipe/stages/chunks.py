@@ -27,7 +27,7 @@ from ..core.records import (
     SolveRecord,
 )
 from ..core.trajectory import Trajectory
-from ..run.folder import NOTES, RunFolder
+from ..runtime.folder import NOTES, RunFolder
 from .context import StageReport
 
 FILE = "chunks.jsonl"

@@ -23,7 +23,7 @@ from ..core.errors import DataError, LogicPipeError
 from ..data import index_programs
 from ..data.gold import gold_programs, is_gold
 from ..data.registry import DatasetSpec, get_dataset, load_task_file, solver_name
-from ..run.folder import allowed_errors
+from ..runtime.folder import allowed_errors
 
 # The stages in pipeline order (runner.PIPELINE maps each to its module's run).
 STAGES = ("formulate", "solve", "refine", "interpret", "evaluate")

@@ -10,13 +10,13 @@ from ..core.task import Task
 from ..core.trajectory import Trajectory
 from ..llm.gate import Gate
 from ..prompts import PromptSet
-from ..run.folder import ErrorBudget, RunFolder
+from ..runtime.folder import ErrorBudget, RunFolder
 from .config import RunConfig
 from .metrics import Tally
 
 if TYPE_CHECKING:
     from ..llm.client import Pace
-    from ..run import Executor
+    from ..runtime import Executor
 
 Progress = Callable[[str, int, int], None]
 
@@ -59,7 +59,7 @@ class RunContext:
         """Where this chunk's solver calls run: one executor (pool of workers, or Ray connection) for
         its solve and refinement rounds, made and checked on first use, closed when the chunk ends."""
         if self._executor is None:
-            from ..run import make_executor
+            from ..runtime import make_executor
             from ..solvers import registry
 
             config = self.config

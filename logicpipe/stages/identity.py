@@ -15,7 +15,7 @@ from ..core.records import text_sha
 from ..data.loaders import data_root
 from ..llm.constrain import grammar_hash
 from ..prompts import Prompt
-from ..run.folder import NOTES
+from ..runtime.folder import NOTES
 from .config import RunConfig
 from .context import RunContext
 

@@ -18,7 +18,7 @@ from ..llm import api_key
 from ..llm.declared import phased
 from ..llm.grammars import LANGUAGES
 from ..prompts import PromptSet
-from ..run.folder import RunFolder
+from ..runtime.folder import RunFolder
 from ..solvers import get_solver
 from ..solvers.registry import names as solver_names
 from . import evaluate, formulate, interpret, refine, solve
@@ -100,7 +100,7 @@ def _check(config: RunConfig, stages: list[str], problems: ProblemSet, prompts: 
     if "solve" in stages or "refine" in stages:
         get_solver(task.solver).check()
         if config.executor == "ray":  # a cluster that cannot be joined: one line before the lock and run.json
-            from ..run.ray_executor import connect
+            from ..runtime.ray_executor import connect
 
             connect(config.ray_address, config.ray_connect_timeout)
     if config.constrain and task.solver not in LANGUAGES and {"formulate", "refine"} & set(stages):

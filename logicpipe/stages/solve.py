@@ -12,7 +12,7 @@ from typing import Any
 from ..core.errors import RunStopped
 from ..core.records import ErrorCategory, SolveRecord, StageError
 from ..core.trajectory import Trajectory, program_sha
-from ..run.pool import Fetch, Outcome, SolverCall, fixed
+from ..runtime.pool import Fetch, Outcome, SolverCall, fixed
 from ..solvers import SolverOutcome
 from .context import RunContext, Stage, StageReport
 

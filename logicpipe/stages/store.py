@@ -21,7 +21,7 @@ from ..core.records import (
 )
 from ..core.trajectory import Trajectory, program_sha
 from ..data import get_dataset
-from ..run.folder import RUN_FILE, RunFolder
+from ..runtime.folder import RUN_FILE, RunFolder
 
 
 def load_trajectories(store: RunFolder, problems: list[Problem]) -> list[Trajectory]:

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from ..core.jsonl import encode_record
 from ..core.records import SolveRecord
 from ..prompts import PromptSet
-from ..run.pool import SolverCall, WorkerPool
+from ..runtime.pool import SolverCall, WorkerPool
 from ..stages.solve import solve_record
 
 LANGUAGES = {"lp": "proofwriter", "fol": "folio", "csp": "logicaldeduction", "smt": "ar-lsat"}

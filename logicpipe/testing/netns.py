@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..run.ray_executor import LOOPBACK_SWITCH
+from ..runtime.ray_executor import LOOPBACK_SWITCH
 
 SUBNET = "10.77.0"  # private to the namespaces: the machine's own network never sees it
 PORT = 6379

@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from logicpipe.run.folder import RUN_FILE, DirectoryLock
+from logicpipe.runtime.folder import RUN_FILE, DirectoryLock
 from logicpipe.testing import FakeOpenAI
 from logicpipe.testing.server import Fault
 from tests.conftest import ROOT

@@ -19,7 +19,7 @@ import pytest
 from logicpipe.core.errors import ProgramCheckError, ProgramParseError
 from logicpipe.core.jsonl import LONE_SURROGATE
 from logicpipe.llm.grammars import EXACT_MARKS, NAME, load
-from logicpipe.run.pool import SolverCall, WorkerPool
+from logicpipe.runtime.pool import SolverCall, WorkerPool
 from logicpipe.solvers import get_solver
 from logicpipe.solvers.pyexpr import parse_expression
 from logicpipe.testing.fuzz import programs, seeds

@@ -15,7 +15,7 @@ from logicpipe.optimize.loop import optimize
 from logicpipe.optimize.params import PRINCIPLES_HEADING
 from logicpipe.optimize.splits import make_splits
 from logicpipe.prompts import PromptSet
-from logicpipe.run.folder import DirectoryLock
+from logicpipe.runtime.folder import DirectoryLock
 from logicpipe.testing import FakeOpenAI, Fault
 from tests.optimize.conftest import GOOD
 from tests.optimize.test_cli import in_process, optimize_args

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from logicpipe.run.pool import SolverCall, WorkerPool
+from logicpipe.runtime.pool import SolverCall, WorkerPool
 from logicpipe.solvers import execute_task
 from logicpipe.solvers.lp import goal_tree_lines
 

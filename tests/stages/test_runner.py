@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from logicpipe.run.folder import DirectoryLock
+from logicpipe.runtime.folder import DirectoryLock
 from logicpipe.testing import FakeOpenAI, Fault, ScriptedReplies
 from tests.conftest import ROOT, cli, ctrl_c_default
 

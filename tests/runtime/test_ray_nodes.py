@@ -11,7 +11,7 @@ import pytest
 
 from logicpipe.testing import netns
 from tests.conftest import ROOT, cli
-from tests.run.test_ray_runs import records, without_placement
+from tests.runtime.test_ray_runs import records, without_placement
 
 # Two `ray start`s take 15-40 s of CPU on a 2-core machine: under `make test-all` and `make test-ray-nodes`.
 WHY_NOT = netns.unavailable()

@@ -2,7 +2,7 @@ import os
 
 import pytest
 
-from logicpipe.run.ray_executor import LOOPBACK_SWITCH
+from logicpipe.runtime.ray_executor import LOOPBACK_SWITCH
 
 os.environ[LOOPBACK_SWITCH] = "0"  # before ray is imported: every port of the test Ray stays on 127.0.0.1
 

@@ -1,7 +1,7 @@
 """Where solver calls run: the local worker pool (default) or a Ray cluster; both yield the same outcomes.
 
 The executors are loaded on first use: they import the solvers (and with them pydantic and the
-records), while `logicpipe.run.pool` alone must stay light, because the command line starts the fork
+records), while `logicpipe.runtime.pool` alone must stay light, because the command line starts the fork
 server from it before anything else is imported (logicpipe/__main__.py)."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ import time
 import pytest
 
 from logicpipe.core.errors import UsageError
-from logicpipe.run.ray_executor import LOOPBACK_SWITCH, _bounded
+from logicpipe.runtime.ray_executor import LOOPBACK_SWITCH, _bounded
 from tests.conftest import cli
 from tests.data.test_taskfiles import FILES
 

@@ -3,14 +3,14 @@
 import pytest
 
 from logicpipe.core.errors import PrerequisiteError
-from logicpipe.run.pool import SolverCall
-from logicpipe.run.ray_executor import RayExecutor
-from tests.run.test_pool import GOOD, HOG, LOOP
+from logicpipe.runtime.pool import SolverCall
+from logicpipe.runtime.ray_executor import RayExecutor
+from tests.runtime.test_pool import GOOD, HOG, LOOP
 
 # Ray starts a cluster (~10 s) and notices dead workers slowly: under `make test-all`, not `make test`.
 pytestmark = pytest.mark.slow
 
-MISBEHAVE = "tests.run.targets:misbehave"
+MISBEHAVE = "tests.runtime.targets:misbehave"
 
 
 def run(tasks, target="logicpipe.solvers:execute_task", memory_mb=400, retries=1):

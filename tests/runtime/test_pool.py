@@ -14,14 +14,14 @@ from functools import partial
 import pytest
 
 from logicpipe.core.errors import PrerequisiteError
-from logicpipe.run.pool import Outcome, SolverCall, WorkerPool
+from logicpipe.runtime.pool import Outcome, SolverCall, WorkerPool
 
 HOG = "Variables:\nx [IN] range(0, 200000000)\nConstraints:\nx > 1\nQuery:\nA) x == 2\n"
 LOOP_FACTS = "\n".join(f"R(c{i}, True)" for i in range(80))
 LOOP = (f"Facts:\n{LOOP_FACTS}\nRules:\nR($a, True) && R($b, True) && R($c, True) && R($d, True) "
         ">>> S($a, $b, $c, $d, True)\nQuery:\nS(c1, c1, c1, c1, True)\n")
 GOOD = "Variables:\nx [IN] [1, 2]\nConstraints:\nx > 1\nQuery:\nA) x == 2\n"
-HERE = "tests.run.test_pool"
+HERE = "tests.runtime.test_pool"
 
 
 def nap(payload):
@@ -105,8 +105,8 @@ def test_running_out_of_cpu_time_is_a_timeout():
 
 POOL_IN_A_CHILD = textwrap.dedent("""
     import threading, time
-    from logicpipe.run.pool import SolverCall, WorkerPool
-    pool = WorkerPool("tests.run.test_pool:spin", workers=2)
+    from logicpipe.runtime.pool import SolverCall, WorkerPool
+    pool = WorkerPool("tests.runtime.test_pool:spin", workers=2)
     threading.Thread(target=lambda: list(pool.map([SolverCall(str(i), {}, 600) for i in range(4)])), daemon=True).start()
     while len(pool.pids) < 2:
         time.sleep(0.05)
@@ -158,13 +158,13 @@ def test_workers_that_cannot_start_stop_the_pool_with_the_reason_and_no_outcome(
 
 
 def test_a_target_that_does_not_import_is_named():
-    with WorkerPool("tests.run.no_such_module:call", workers=1) as pool:
-        with pytest.raises(PrerequisiteError, match="ModuleNotFoundError: No module named 'tests.run.no_such_module'"):
+    with WorkerPool("tests.runtime.no_such_module:call", workers=1) as pool:
+        with pytest.raises(PrerequisiteError, match="ModuleNotFoundError: No module named 'tests.runtime.no_such_module'"):
             list(pool.map([SolverCall("a", {}, 30)]))
 
 
 def test_a_worker_that_dies_before_it_can_say_why_is_told_by_its_exit_code():
-    with WorkerPool("tests.run.dies_on_import:call", workers=1) as pool:
+    with WorkerPool("tests.runtime.dies_on_import:call", workers=1) as pool:
         with pytest.raises(PrerequisiteError, match=r"exit code 7\) before it ran any program"):
             list(pool.map([SolverCall("a", {}, 30)]))
 

@@ -6,7 +6,7 @@ import pytest
 
 from logicpipe.core.errors import UsageError
 from logicpipe.core.records import Record
-from logicpipe.run.folder import LOCK_FILE, RUN_FILE, RunFolder
+from logicpipe.runtime.folder import LOCK_FILE, RUN_FILE, RunFolder
 
 
 class Note(Record):

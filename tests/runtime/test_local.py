@@ -5,11 +5,11 @@ from functools import partial
 import pytest
 
 from logicpipe.core.errors import PrerequisiteError
-from logicpipe.run import LocalExecutor, make_executor
-from logicpipe.run.executor import check_solver
-from logicpipe.run.pool import SolverCall, WorkerPool
+from logicpipe.runtime import LocalExecutor, make_executor
+from logicpipe.runtime.executor import check_solver
+from logicpipe.runtime.pool import SolverCall, WorkerPool
 from tests.conftest import ROOT
-from tests.run.test_pool import GOOD
+from tests.runtime.test_pool import GOOD
 
 
 def test_the_local_executor_is_the_pool_and_names_no_node():
@@ -26,16 +26,16 @@ def test_a_worker_loads_its_solvers_library_before_it_takes_a_call():
     # The command only looks for python-constraint (Solver.check); the worker's setup imports it, so the
     # first call's time bound does not pay for the import. Without the setup, no worker holds it.
     call = SolverCall("one", {"module": "constraint"}, 60)
-    with WorkerPool("tests.run.targets:loaded", setup=partial(check_solver, "csp")) as pool:
+    with WorkerPool("tests.runtime.targets:loaded", setup=partial(check_solver, "csp")) as pool:
         [outcome] = pool.map([call])
     assert outcome.status == "ok" and outcome.value is True
-    with WorkerPool("tests.run.targets:loaded") as pool:
+    with WorkerPool("tests.runtime.targets:loaded") as pool:
         [outcome] = pool.map([call])
     assert outcome.status == "ok" and outcome.value is False
 
 
 def test_the_local_executor_never_imports_ray():
-    code = ("import sys; from logicpipe.run import make_executor; "
+    code = ("import sys; from logicpipe.runtime import make_executor; "
             "make_executor('local', 'logicpipe.solvers:execute_task', 1, 512).close(); "
             "assert 'ray' not in sys.modules, 'ray was imported'")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT, timeout=60)
