@@ -6,16 +6,17 @@ layers miss stays harmless. It is built from three kernel mechanisms, each throu
 
 - **bubblewrap** (Debian's `bubblewrap`, the sandbox of Flatpak): new user, pid, network, IPC, UTS and
   cgroup namespaces, no capabilities, a read-only view of only the paths the program needs (no home
-  folder, so no keys to read), a private, size-bounded /tmp and one writable folder of its own. It needs
-  no daemon and no root, and it is one apt package on every Debian and Ubuntu.
-- **seccomp** (a filter compiled by libseccomp, the library systemd and bubblewrap themselves use, and
-  loaded by bubblewrap): no new processes (fork, vfork, clone without CLONE_THREAD), no threads unless
-  allowed, no socket but a Unix one, no changing its own limits, no mounts, namespaces, ptrace or
-  kernel keyrings.
-- **Landlock** (where the kernel has it): after the program's one `execve`, no other program can run;
-  files may be written only in its own folders; no TCP connection. Bubblewrap cannot apply it (Landlock
-  forbids the mounts bubblewrap makes), so a tiny launcher (`landlock_exec.py`) does, inside the jail,
-  just before it executes the program.
+  folder, so no keys to read), a private, size-bounded /tmp, and the writable folders it is given (the
+  engine that answers goals has none). It needs no daemon and no root, and it is one apt package on
+  every Debian and Ubuntu.
+- **seccomp** (filters compiled by libseccomp, the library systemd and bubblewrap themselves use): no
+  new processes (fork, vfork, clone without CLONE_THREAD), no socket at all, no memfd, no changing its
+  own limits, no mounts, namespaces, ptrace or kernel keyrings (loaded by bubblewrap); and no `execve`
+  after the program's own (loaded by the launcher, `landlock_exec.py`, which makes that one call).
+- **Landlock** (where the kernel has it): only the program (and the dynamic linker the kernel loads it
+  with) can be executed; files may be written only in the folders given to it (none for the KB
+  engine); no TCP connection. Bubblewrap cannot apply it (Landlock forbids the mounts bubblewrap
+  makes), so the launcher does, inside the jail, just before it executes the program.
 - **rlimits**: CPU seconds, address space, file size (a write past it fails with EFBIG), open files, and
   no core dump.
 
@@ -36,7 +37,6 @@ import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -46,7 +46,6 @@ from .errors import PrerequisiteError
 LAUNCHER = Path(__file__).with_name("landlock_exec.py")
 _PR_SET_PDEATHSIG = 1
 _CLONE_THREAD = 0x00010000
-_AF_UNIX = 1
 # Set to "0" to make the jail unavailable (the tests of the fallback, and a user whose kernel misbehaves).
 ENV_SWITCH = "LOGICPIPE_JAIL"
 
@@ -55,8 +54,11 @@ ENV_SWITCH = "LOGICPIPE_JAIL"
 class Jail:
     """What one jailed process may touch. Paths are bound at the same place inside the jail."""
 
-    folder: Path  # its own writable folder (also its working directory)
+    # A host folder the jail may write (and its working directory); without one it writes nowhere and
+    # works in its private /tmp, which Landlock keeps read-only.
+    folder: Path | None = None
     read: Sequence[Path] = ()  # files and folders it may read, besides the system's /usr
+    hide: Sequence[Path] = ()  # files and folders under `read` it may not see (shown empty)
     write_over: Sequence[tuple[Path, Path]] = ()  # (host folder, path inside): writable views
     cpu_seconds: int = 600
     memory_mb: int = 2048  # address space
@@ -114,20 +116,19 @@ def status() -> JailStatus:
         return JailStatus(False, reason="bubblewrap is not installed: apt-get install bubblewrap")
     if ctypes.util.find_library("seccomp") is None:
         return JailStatus(False, reason="libseccomp is not installed: apt-get install libseccomp2")
-    with tempfile.TemporaryDirectory(prefix="logicpipe-jail-") as folder:
-        try:
-            argv, preexec, fds = command(Jail(Path(folder)), ["/bin/true"], probe=True)
-            done = subprocess.run(argv, preexec_fn=preexec, pass_fds=fds, capture_output=True, timeout=30)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return JailStatus(False, reason=f"bubblewrap cannot start: {exc}")
-        finally:
-            _close_filter_fds()
-        if done.returncode != 0:
-            said = done.stderr.decode(errors="replace").strip().splitlines()
-            return JailStatus(False, reason=f"bubblewrap cannot make a jail here: {said[-1] if said else done.returncode}")
+    try:
+        argv, preexec, fds = command(Jail(), ["/bin/true"])
+        done = subprocess.run(argv, preexec_fn=preexec, pass_fds=fds, capture_output=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return JailStatus(False, reason=f"bubblewrap cannot start: {exc}")
+    finally:
+        _close_filter_fds()
+    if done.returncode != 0:
+        said = done.stderr.decode(errors="replace").strip().splitlines()
+        return JailStatus(False, reason=f"bubblewrap cannot make a jail here: {said[-1] if said else done.returncode}")
     abi = _landlock_abi()
     layers = ("namespaces", "seccomp", "rlimits") + (("landlock",) if abi else ())
-    missing = () if abi else ("landlock (this kernel has none: a jailed program could exec another in its place)",)
+    missing = () if abi else ("landlock (this kernel has none: writes are stopped by the read-only mounts alone)",)
     return JailStatus(True, layers, landlock_abi=abi, missing=missing)
 
 
@@ -157,7 +158,7 @@ class _ArgCmp(ctypes.Structure):
 
 _SCMP_ACT_ALLOW = 0x7FFF0000
 _SCMP_CMP_NE, _SCMP_CMP_EQ, _SCMP_CMP_MASKED_EQ = 1, 4, 7
-_DENIED = ("fork", "vfork", "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2",
+_DENIED = ("fork", "vfork", "execveat", "memfd_create", "socket", "socketpair", "ptrace", "process_vm_readv", "process_vm_writev", "mount", "umount2",
            "pivot_root", "chroot", "unshare", "setns", "keyctl", "add_key", "request_key", "bpf",
            "perf_event_open", "userfaultfd", "setrlimit", "kexec_load", "init_module", "finit_module",
            "io_uring_setup", "open_by_handle_at", "name_to_handle_at", "move_mount", "open_tree", "fsopen",
@@ -202,8 +203,6 @@ def _seccomp_filter(threads: bool) -> int:
             rule(_errno(errno.EPERM), "clone", (0, _SCMP_CMP_MASKED_EQ, _CLONE_THREAD, 0))
         else:
             rule(_errno(errno.EPERM), "clone")
-        rule(_errno(errno.EACCES), "socket", (0, _SCMP_CMP_NE, _AF_UNIX, 0))
-        rule(_errno(errno.EACCES), "socketpair", (0, _SCMP_CMP_NE, _AF_UNIX, 0))
         fd = os.memfd_create("logicpipe-seccomp", 0)
         if lib.seccomp_export_bpf(ctx, fd) < 0:
             os.close(fd)
@@ -234,8 +233,7 @@ def _system_binds() -> list[str]:
             args += ["--symlink", os.readlink(path), str(path)]
         elif path.is_dir():
             args += ["--ro-bind", str(path), str(path)]
-    for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime", "/etc/nsswitch.conf", "/etc/passwd",
-                "/etc/group"):
+    for etc in ("/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/localtime"):
         args += ["--ro-bind-try", etc, etc]
     return args
 
@@ -246,47 +244,58 @@ def _python_binds() -> list[str]:
     return [] if str(prefix).startswith("/usr/") else ["--ro-bind", str(prefix), str(prefix)]
 
 
-def command(jail: Jail, argv: Sequence[str], probe: bool = False
-            ) -> tuple[list[str], Callable[[], None], tuple[int, ...]]:
+def command(jail: Jail, argv: Sequence[str]) -> tuple[list[str], Callable[[], None], tuple[int, ...]]:
     """(argv, preexec_fn, pass_fds) for subprocess.Popen: `argv` run inside the jail."""
     fd = _seccomp_filter(jail.threads)
     _filter_fds.append(fd)
-    folder = str(Path(jail.folder).resolve())
-    args = ["bwrap", "--unshare-all", *(["--share-net"] if "network" in jail.off else []), "--unshare-user", "--die-with-parent", "--new-session", "--cap-drop", "ALL",
-            "--uid", "65534", "--gid", "65534", "--disable-userns",
-            "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG", "C.UTF-8",
-            "--setenv", "HOME", folder, "--setenv", "TMPDIR", folder,
-            "--setenv", "TMP", folder, "--setenv", "TEMP", folder,
+    folder = str(Path(jail.folder).resolve()) if jail.folder else ""
+    home = folder or "/tmp"
+    args = ["bwrap", "--unshare-all", *(["--share-net"] if "network" in jail.off else []), "--unshare-user",
+            "--die-with-parent", "--new-session", "--as-pid-1", "--cap-drop", "ALL", "--uid", "65534", "--gid",
+            "65534", "--disable-userns", "--clearenv", "--setenv", "PATH", "/usr/bin:/bin", "--setenv", "LANG",
+            "C.UTF-8", *[arg for name in ("HOME", "TMPDIR", "TMP", "TEMP") for arg in ("--setenv", name, home)],
             *_system_binds(), *_python_binds(), "--proc", "/proc", "--dev", "/dev",
             "--size", str(jail.tmp_mb * 1024 * 1024), "--tmpfs", "/tmp"]
     for path in jail.read:
         resolved = str(Path(path).resolve())
         args += ["--bind" if "readonly" in jail.off else "--ro-bind", resolved, resolved]
-    args += ["--bind", folder, folder]
+    for path in jail.hide:
+        resolved = str(Path(path).resolve())
+        args += ["--tmpfs", resolved] if Path(resolved).is_dir() else ["--ro-bind", "/dev/null", resolved]
+    if folder:
+        args += ["--bind", folder, folder]
     for host, inside in jail.write_over:
         args += ["--bind", str(Path(host).resolve()), str(inside)]
-    args += ["--chdir", folder, *([] if "seccomp" in jail.off else ["--seccomp", str(fd)]), "--"]
+    args += ["--chdir", home, *([] if "seccomp" in jail.off else ["--seccomp", str(fd)]), "--"]
     program = str(Path(shutil.which(argv[0]) or argv[0]).resolve())
-    abi = 0 if probe or "landlock" in jail.off else _landlock_abi()
-    if abi:
+    abi = 0 if "landlock" in jail.off else _landlock_abi()
+    once = "seccomp" not in jail.off
+    if abi or once:
         # Not /tmp: the folders bound under it (the jail's own among them) would be writable through it.
-        writable = [folder, *(str(inside) for _, inside in jail.write_over)]
+        writable = [*([folder] if folder else []), *(str(inside) for _, inside in jail.write_over)]
         args[-1:-1] = ["--ro-bind", str(LAUNCHER), str(LAUNCHER)]
-        args += [str(Path(sys.executable).resolve()), "-I", "-S", str(LAUNCHER), str(abi), program,
+        args += [str(Path(sys.executable).resolve()), "-I", "-S", str(LAUNCHER), str(abi), str(int(once)), program,
                  ":".join(writable), "--"]
     args += [program, *argv[1:]]
     limits = jail
+
+    def cap(kind: int, soft: int, hard: int) -> None:
+        # Never above a limit the caller already has (a solver worker's own), which it could not raise.
+        held = resource.getrlimit(kind)[1]
+        if held != resource.RLIM_INFINITY:
+            soft, hard = min(soft, held), min(hard, held)
+        resource.setrlimit(kind, (soft, hard))
 
     def preexec() -> None:  # in the child, before bubblewrap starts: limits every process inside inherits
         os.setsid()
         ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
         address = limits.memory_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_AS, (address, address))
-        resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
+        cap(resource.RLIMIT_AS, address, address)
+        cap(resource.RLIMIT_CPU, limits.cpu_seconds, limits.cpu_seconds + 1)
         size = limits.file_mb * 1024 * 1024
-        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-        resource.setrlimit(resource.RLIMIT_NOFILE, (limits.open_files, limits.open_files))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        cap(resource.RLIMIT_FSIZE, size, size)
+        cap(resource.RLIMIT_NOFILE, limits.open_files, limits.open_files)
+        cap(resource.RLIMIT_CORE, 0, 0)
         # A write past the file-size limit fails with EFBIG (an error the program reports) rather than
         # killing it; an ignored signal stays ignored across exec.
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)

@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 import os
 import resource
-import shutil
 import subprocess
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +16,7 @@ from ..core import jail
 from ..core.errors import ProgramExecutionError, SolverTimeout
 from ..solvers.lp import swipl_path
 from .knowledge import KnowledgeBase, LoadMessage, kb_files
-from .prolog import ProofLimits
+from .prolog import ProofLimits, kb_view
 
 CHECKER = Path(__file__).with_name("check.pl")
 _REPORT = "@@report "  # on a line of its own: the KB's own directives may print too
@@ -140,10 +138,10 @@ def run_tool(script: Path, goal: str, path: Path, stdin: str = "", seconds: floa
 
     command = [swipl_path(), "-q", f"--stack-limit={memory_mb}m", "-g", goal, "-t", "halt(1)", str(script),
                "--", *names]
-    folder = tempfile.mkdtemp(prefix="logicpipe-kb-tool-")
     if jail.status().active:  # loading runs the KB's directives: inside the jail like the engine
-        read = [script.parent, *{Path(p).parent for p in names}]
-        cell = jail.Jail(Path(folder), read=read, memory_mb=memory_mb + _OVERHEAD_MB, cpu_seconds=int(seconds) + 5)
+        read, hide = kb_view([Path(name) for name in names])
+        cell = jail.Jail(read=[script.parent, *read], hide=hide, memory_mb=memory_mb + _OVERHEAD_MB,
+                         cpu_seconds=int(seconds) + 5)
         process = jail.popen(cell, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     else:
         def bound() -> None:  # runs in the child: its own session (killed as a group), address space capped
@@ -159,8 +157,6 @@ def run_tool(script: Path, goal: str, path: Path, stdin: str = "", seconds: floa
         os.killpg(process.pid, 9)
         process.communicate()
         raise SolverTimeout(f"kb {script.stem}: SWI-Prolog did not finish within {seconds:g} s") from None
-    finally:
-        shutil.rmtree(folder, ignore_errors=True)
     lines = [line[len(_REPORT):] for line in out.decode("utf-8", "replace").splitlines()
              if line.startswith(_REPORT)]
     if process.returncode != 0 or not lines:

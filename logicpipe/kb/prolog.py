@@ -52,6 +52,28 @@ class ProofLimits:
 _LOADS_OTHERS = re.compile(r":-\s*(include|consult|ensure_loaded|load_files|\[)|use_module\((?!library\()")
 
 
+# A directive that loads another file by a relative path (comments do not count).
+_LOAD_DIRECTIVE = re.compile(r"^\s*:-\s*(include|consult|ensure_loaded|load_files|\[|use_module\((?!library\())",
+                             re.MULTILINE)
+
+
+def kb_view(paths: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(read, hide) for the jail: each KB file alone, or the folder of one whose directives load other
+    files by relative path, less that folder's hidden entries (a KB kept in a home folder must not show
+    ~/.ssh or ~/.config to a goal)."""
+    read: list[Path] = []
+    hide: list[Path] = []
+    for path in paths:
+        if not _LOAD_DIRECTIVE.search(path.read_bytes().decode("utf-8", "replace")):
+            read.append(path)
+            continue
+        folder = path.resolve().parent
+        if folder not in read:
+            read.append(folder)
+            hide += [entry for entry in sorted(folder.iterdir()) if entry.name.startswith(".")]
+    return read, hide
+
+
 def cache_folder() -> Path | None:
     """Where compiled KBs are kept ($LOGICPIPE_KB_CACHE, else ~/.cache/logicpipe/kb); None if unwritable."""
     folder = Path(os.environ.get("LOGICPIPE_KB_CACHE") or Path.home() / ".cache" / "logicpipe" / "kb")
@@ -62,13 +84,14 @@ def cache_folder() -> Path | None:
     return folder if os.access(folder, os.W_OK) else None
 
 
-def _cache_entry(path: Path, folder: Path) -> tuple[Path, Path] | None:
-    """(source copy, compiled .qlf) for a KB file, keyed by its content and the engine's; None if the
-    file cannot be cached."""
+def _cache_entry(path: Path, folder: Path, context: bytes) -> tuple[Path, Path] | None:
+    """(source copy, compiled .qlf) for a KB file, keyed by its content, the engine's and `context` (the
+    whole KB's and its --allow); None if the file cannot be cached."""
     text = path.read_bytes()
     if _LOADS_OTHERS.search(text.decode("utf-8", "replace")):
         return None
-    key = hashlib.sha256(b"\0".join([ENGINE.read_bytes(), GUARD.read_bytes(), HOOKS.read_bytes(), text])).hexdigest()[:32]
+    key = hashlib.sha256(b"\0".join([ENGINE.read_bytes(), GUARD.read_bytes(), HOOKS.read_bytes(), text,
+                                     context])).hexdigest()[:32]
     entry = folder / key
     entry.mkdir(exist_ok=True)
     source = entry / "kb.pl"
@@ -94,9 +117,6 @@ class PrologProcess:
         self._buffer = b""
         self._ready = False  # a process that never loaded is not restarted
         self.jail = jail.status()
-        # The jailed engine's own folder: its temporary files, and a fresh copy of each KB file the
-        # cache has not compiled yet (compiled there, then moved into the cache by this process).
-        self._folder = Path(tempfile.mkdtemp(prefix="logicpipe-kb-"))
         self._process: subprocess.Popen | None = None
         try:
             self.loaded = self._load()
@@ -105,17 +125,21 @@ class PrologProcess:
             raise
         self._ready = True
 
-    def _load(self) -> dict[str, Any]:
+    def _load(self, again: bool = True) -> dict[str, Any]:
         """Load the KB, through the compiled cache where it can: the first process to meet a file's
         content compiles it (under a lock, so concurrent ones wait and then load the result)."""
         builtins = [[name, arity] for name, arity in sorted(allowed_builtins())]
         folder = cache_folder()
         files: list[dict[str, Any]] = []
         locks = []
+        # An entry serves only this KB as a whole, with this --allow: a file's directives run while the
+        # KB compiles, so its entry must never be reused for another KB that happens to share a file.
+        context = hashlib.sha256(b"\0".join([*(p.read_bytes() for p, _ in self.files),
+                                             "\n".join(sorted(self.allow)).encode()])).digest()
         try:
             for path, name in self.files:
                 wire: dict[str, Any] = {"path": str(path.resolve()), "name": name, "qlf": None}
-                entry = _cache_entry(path, folder) if folder else None
+                entry = _cache_entry(path, folder, context) if folder else None
                 if entry:
                     source, qlf = entry
                     lock = open(qlf.with_suffix(".lock"), "w")
@@ -125,10 +149,28 @@ class PrologProcess:
                     wire.update(source=str(source), qlf=str(qlf), compile=not cached)
                 files.append(wire)
             allow = [[name, int(arity)] for name, arity in (item.rsplit("/", 1) for item in self.allow)]
-            staged = self._stage([wire for wire in files if wire.get("compile")])
-            self._process = self._start(staged, [Path(wire["qlf"]).parent for wire in files if wire["qlf"]])
-            loaded = self.request({"op": "load", "files": files, "builtins": builtins, "allow": allow},
-                                  self.limits.load_seconds)
+            request = {"op": "load", "files": files, "builtins": builtins, "allow": allow}
+            entries = [Path(wire["qlf"]).parent for wire in files if wire["qlf"]]
+            if self.jail.active and any(wire.get("compile") for wire in files):
+                self._compile(request, entries)
+            self._process = self._start({}, entries)
+            try:
+                loaded = self.request(request, self.limits.load_seconds)
+            except ProgramExecutionError:
+                stale = [wire for wire in files if wire["qlf"] and not wire["compile"]]
+                if not stale or not again:
+                    raise
+                # A compiled entry that no longer loads (the KB's own load-time code can write it while
+                # it compiles): dropped, and the KB compiled again from its source, once.
+                for wire in stale:
+                    Path(wire["qlf"]).unlink(missing_ok=True)
+                    Path(wire["qlf"]).with_suffix(".messages.json").unlink(missing_ok=True)
+                self._kill()
+                self._buffer = b""
+                for lock in locks:
+                    lock.close()
+                locks.clear()
+                return self._load(again=False)
             failed = any(m["kind"] == "error" for m in loaded["messages"])
             for wire in files:
                 if wire["qlf"] is None:
@@ -140,25 +182,39 @@ class PrologProcess:
                 elif failed:  # a KB with errors is not kept compiled: the next load reports them again
                     Path(wire["qlf"]).unlink(missing_ok=True)
                 else:
-                    if wire["qlf"] in staged:  # compiled in the jail's own copy: now into the cache
-                        shutil.move(str(staged[wire["qlf"]] / "kb.qlf"), wire["qlf"])
                     saved.write_text(json.dumps([m for m in loaded["messages"] if m["file"] == wire["name"]]))
             return loaded
         finally:
             for lock in locks:
                 lock.close()
 
-    def _stage(self, compiling: list[dict[str, Any]]) -> dict[str, Path]:
-        """For a jailed engine, a writable copy of each cache entry it compiles (qlf path -> copy): the
-        jail sees the copy in the entry's place, so the cache itself is never writable from inside."""
-        if not self.jail.active:
-            return {}
+    def _compile(self, request: dict[str, Any], entries: list[Path]) -> None:
+        """Compile the KB's uncached files in a jailed engine of their own, which sees a writable copy of
+        each entry it compiles in the entry's place, then move each result into the cache. That engine
+        ends before any goal runs, and the engine that answers goals has nothing writable outside."""
+        compiling = [wire for wire in request["files"] if wire.get("compile")]
         staged: dict[str, Path] = {}
-        for wire in compiling:
-            copy = Path(tempfile.mkdtemp(prefix="compile-", dir=self._folder))
-            shutil.copyfile(wire["source"], copy / "kb.pl")
-            staged[wire["qlf"]] = copy
-        return staged
+        with tempfile.TemporaryDirectory(prefix="logicpipe-kb-compile-") as scratch:
+            for wire in compiling:
+                copy = Path(tempfile.mkdtemp(dir=scratch))
+                shutil.copyfile(wire["source"], copy / "kb.pl")
+                staged[wire["qlf"]] = copy
+            self._process = self._start(staged, entries)
+            try:
+                loaded = self.request(request, self.limits.load_seconds)
+            finally:
+                self._kill()
+                self._process = None
+                self._buffer = b""
+            if any(m["kind"] == "error" for m in loaded["messages"]):
+                for wire in compiling:  # not kept: the answering engine loads the sources, and says why
+                    wire.update(qlf=None, compile=False)
+                return
+            for wire in compiling:
+                shutil.move(str(staged[wire["qlf"]] / "kb.qlf"), wire["qlf"])
+                Path(wire["qlf"]).with_suffix(".messages.json").write_text(
+                    json.dumps([m for m in loaded["messages"] if m["file"] == wire["name"]]))
+                wire["compile"] = False
 
     def _start(self, staged: dict[str, Path], entries: list[Path]) -> subprocess.Popen:
         memory = self.limits.memory_mb
@@ -168,11 +224,8 @@ class PrologProcess:
         if self.jail.active:
             # The KB's own files (the folder of one that loads others by relative path), the engine's
             # files and this KB's entries in the compiled cache, all read-only.
-            read = [ENGINE.parent, *entries]
-            for path, _ in self.files:
-                loads = _LOADS_OTHERS.search(path.read_bytes().decode("utf-8", "replace"))
-                read.append(path.parent if loads else path)
-            cell = jail.Jail(self._folder, read=read,
+            read, hide = kb_view([path for path, _ in self.files])
+            cell = jail.Jail(read=[ENGINE.parent, *entries, *read], hide=hide,
                              write_over=[(copy, Path(qlf).parent) for qlf, copy in staged.items()],
                              memory_mb=memory + _OVERHEAD_MB, cpu_seconds=CPU_SECONDS)
             process = jail.popen(cell, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr)
@@ -301,7 +354,6 @@ class PrologProcess:
             except (OSError, subprocess.TimeoutExpired):
                 self._kill()
         self._stderr.close()
-        shutil.rmtree(self._folder, ignore_errors=True)
 
     def __enter__(self) -> PrologProcess:
         return self

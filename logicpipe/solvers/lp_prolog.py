@@ -54,10 +54,8 @@ class PrologEngine:
         self.busy = 0.0
         command = [swipl_path(), "-q", "--threads=false", f"--stack-limit={stack_mb}m", "-g", "serve", "-t",
                    "halt(1)", str(ENGINE)]
-        self.folder = tempfile.mkdtemp(prefix="logicpipe-lp-")
         if jail.status().active:  # the program is data to the engine; the jail holds if that ever fails
-            cell = jail.Jail(Path(self.folder), read=[ENGINE], memory_mb=stack_mb + _OVERHEAD_MB,
-                             cpu_seconds=CPU_SECONDS)
+            cell = jail.Jail(read=[ENGINE], memory_mb=stack_mb + _OVERHEAD_MB, cpu_seconds=CPU_SECONDS)
             self.process = jail.popen(cell, command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                       stderr=self.errors)
         else:
@@ -105,7 +103,6 @@ class PrologEngine:
             if stream is not None:
                 stream.close()
         self.errors.close()
-        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 _engine: PrologEngine | None = None

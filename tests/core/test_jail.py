@@ -72,12 +72,14 @@ def _goals(seen: Path, port: int) -> dict[str, str]:
         "open": f"open('{seen}/open', write, S), write(S, x), close(S)",
         "process_create": f"process:process_create(path(touch), ['{seen}/process_create'], [])",
         "exec": f"unix:exec(touch('{seen}/exec'))",
+        # The dynamic linker, which Landlock must let the kernel execute, run as a program of its own.
+        "ldso": f"unix:exec('/lib64/ld-linux-x86-64.so.2'('/usr/bin/touch', '{seen}/ldso'))",
         "fork": f"unix:fork(P), (P == child -> open('{seen}/fork', write, S), close(S) ; true)",
         "socket": f"socket:tcp_connect('127.0.0.1':{port}, S, []), close(S)",
     }
 
 
-def _run(goal: str, seen: Path, jailed: bool, folder: Path, off: frozenset[str] = frozenset()
+def _run(goal: str, seen: Path, jailed: bool, folder: Path | None, off: frozenset[str] = frozenset()
          ) -> subprocess.CompletedProcess:
     command = [swipl_path(), "-q", "--threads=false", "-g", f"catch(({goal}), E, (print_message(error, E)))",
                "-t", "halt"]
@@ -90,7 +92,7 @@ def _run(goal: str, seen: Path, jailed: bool, folder: Path, off: frozenset[str] 
 
 
 @needs_jail
-@pytest.mark.parametrize("name", ["shell", "open", "process_create", "exec", "fork", "socket"])
+@pytest.mark.parametrize("name", ["shell", "open", "process_create", "exec", "ldso", "fork", "socket"])
 def test_the_jail_alone_stops_each_side_effect(tmp_path, name):
     seen, folder = tmp_path / "seen", tmp_path / "own"
     seen.mkdir()
@@ -140,6 +142,40 @@ def test_the_jail_writes_its_own_folder_and_nothing_else(tmp_path):
     assert (folder / "mine").read_text() == "ok"
     assert not (seen / "theirs").exists()
     assert b"theirs" in done.stderr  # refused, and said so
+
+
+PYTHON_PROBES = {
+    "memfd": "import os; os.memfd_create('x')",
+    "unix socket": "import socket; socket.socket(socket.AF_UNIX)",
+    "exec": "import os; os.execv('/usr/bin/true', ['true'])",
+    "write /tmp": "open('/tmp/x', 'w')",
+    "write home": "import os; open(os.path.expanduser('~/x'), 'w')",
+    # Even lowering one, which the kernel allows any process: seccomp refuses every new limit.
+    "change a limit": "import resource; resource.setrlimit(resource.RLIMIT_NOFILE, (32, 64))",
+}
+
+
+@needs_jail
+@pytest.mark.parametrize("probe", list(PYTHON_PROBES))
+def test_a_program_in_the_jail_cannot(tmp_path, probe):
+    """Python as the jailed program (native code, as a loaded foreign library would be): no memfd to
+    exec from, no socket (not even Unix), no second execve, no write anywhere without a folder of its own,
+    no raising of its limits."""
+    import sys
+
+    process = jail.popen(jail.Jail(), [sys.executable, "-I", "-S", "-c", PYTHON_PROBES[probe]],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    _, err = process.communicate(timeout=30)
+    assert process.returncode == 1 and any(kind in err for kind in (b"PermissionError", b"OSError", b"ValueError")), \
+        err[-300:]
+
+
+@needs_jail
+def test_pid_1_in_the_jail_is_the_program_not_bubblewrap(tmp_path):
+    """--as-pid-1: /proc/1/cmdline shows no host paths of the jail's own set-up."""
+    done = _run("read_file_to_string('/proc/1/cmdline', S, []), print_message(error, format('~w', [S]))",
+                tmp_path, jailed=True, folder=None)
+    assert b"swipl" in done.stderr and b"bwrap" not in done.stderr
 
 
 @needs_jail
