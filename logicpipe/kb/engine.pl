@@ -18,7 +18,7 @@
 :- ensure_loaded(hooks).
 
 :- dynamic load_message/4, display_name/2, kb_pred/2, percept_pred/2, allowed_builtin/2, loading/0,
-           auto_tabled/2, found_answer/1, loaded_pred/3, saved_flag/2, kb_mod/1,
+           auto_tabled/2, loaded_pred/3, saved_flag/2, kb_mod/1,
            saved_global/2.
 :- discontiguous handle/3.
 
@@ -139,6 +139,7 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
     retractall(loading),
     forall(own_predicate(N, A), assertz(kb_pred(N, A))),
     sandbox_asserted,
+    derive_option_calls,                      % the KB may have loaded a library that declares more options
     table_left_recursion,
     table_recursive_callers,
     findall(M, load_message_dict(M), Messages),
@@ -445,6 +446,9 @@ wrapped(safe_assert(How, C, Rest), C, UC-U) :- U =.. [How, UC|Rest].
 wrapped(lp_apply(C, Args), C, UC-apply(UC, Args)).
 wrapped(lp_tnot(G), G, U-tnot(U)).
 wrapped(lp_set_flag(F, V), V, U-set_prolog_flag(F, U)).
+wrapped(lp_options(G), G, U-U).
+wrapped(lp_global(G), G, U-U).
+wrapped(lp_option_goal(_, G), G, U-U).
 
 % --- proving --------------------------------------------------------------------------------
 
@@ -507,11 +511,12 @@ tabling_own(N) :- memberchk(N, ['$tabled', '$table_mode', '$table_update']).
 prove(Request, Goal0, Names, Reply) :-
     Max = Request.max_solutions,
     Probe is Max + 1,                         % one more than shown tells whether the list is complete
-    retractall(found_answer(_)),
+    Answers = found([]),                      % held by this clause only: no goal can name it
     bounded(Request, ( checked_body(Goal0, Goal),
-                       forall(limit(Probe, call_delays(kb:Goal, Delays)), found(Goal, Delays)) ), Outcome0),
+                       forall(limit(Probe, call_delays(kb:Goal, Delays)), found(Answers, Goal, Delays)) ),
+            Outcome0),
     (   undefined_in_tables -> Outcome = undefined_tabled, Found = []
-    ;   Outcome = Outcome0, findall(Answer, found_answer(Answer), Found)
+    ;   Outcome = Outcome0, arg(1, Answers, Reversed), reverse(Reversed, Found)
     ),
     length(Found, Count),
     (   Count > Max -> length(Shown, Max), append(Shown, _, Found) ; Shown = Found ),
@@ -543,11 +548,11 @@ tabling_limit(max_answers_for_subgoal, max_answers_for_subgoal_action).
 % An answer counts only while no limit has fired: after one that a catch swallowed, the search is over.
 % An answer with delays is undefined under the well-founded semantics (tabled negation through a loop,
 % where SWI-Prolog's toplevel says "undefined"): no answer either way.
-found(Answer, Delays) :-
+found(Answers, Answer, Delays) :-
     nb_getval(lp_fired, Fired),
     (   Fired \== none -> throw(Fired)
     ;   Delays \== true -> throw(undefined_wfs)
-    ;   assertz(found_answer(Answer))
+    ;   arg(1, Answers, Old), nb_setarg(1, Answers, [Answer|Old])   % a copy, kept on backtracking
     ).
 
 % explain(...): a tree per solution shown and, for a failed search, the explored alternatives (on a
@@ -632,7 +637,36 @@ set_percept(P) :-
 
 node_budget(2000).
 
+explained_solution(_, Goal0, Names0, Answer, Solution) :-
+    copy_term(Goal0-Names0, Goal1-Names1),
+    Goal1 = Answer,
+    cyclic_term(Names1), !,
+    cyclic_solution(Goal0, Names0, Names1, Solution).
+explained_solution(_, Goal0, Names0, Answer, Solution) :-
+    copy_term(Goal0-Names0, Goal1-Names1),
+    Goal1 = Answer,
+    cut_answer(Names1, Names, Note),
+    Note \== none, !,                          % too large or too deep to explain: shown cut, no tree
+    copy_term(Goal0-Names0, Goal-Names2),       % the tree's one node: the goal as written
+    export_tree(Names2, node(Goal, Note, [], true), Tree, _),
+    export_tree(Names, node(true, Note, [], true), _, Bindings0),
+    dict_pairs(Bindings0, _, Pairs0),
+    findall(K-V, ( member(K-V0, Pairs0), atomic_list_concat(Parts, '\'$VAR\'(...)', V0),
+                   atomic_list_concat(Parts, '...', V1), atom_string(V1, V) ), Pairs),
+    dict_pairs(Bindings, _, Pairs),
+    Solution = _{bindings: Bindings, tree: Tree}.
 explained_solution(Request, Goal0, Names0, Answer, Solution) :-
+    catch(explained_in_full(Request, Goal0, Names0, Answer, Solution), Error, true),
+    (   var(Error) -> true
+    ;   message_text(Error, Why),               % writing it out failed: the answer still stands
+        format(string(Note), "proved by SWI-Prolog; no goal tree: writing it out failed (~s)", [Why]),
+        copy_term(Goal0-Names0, Goal-Names), ignore(Goal = Answer),
+        catch(export_tree(Names, node(Goal, Note, [], true), Tree, Bindings), _,
+              ( Tree = _{goal: "?", clause: Note, children: [], proved: true}, Bindings = _{} )),
+        Solution = _{bindings: Bindings, tree: Tree}
+    ).
+
+explained_in_full(Request, Goal0, Names0, Answer, Solution) :-
     copy_term(Goal0-Names0, Goal1-Names),
     (   catch(checked_body(Goal1, Goal), _, fail), Goal = Answer
     ->  true
@@ -835,6 +869,82 @@ explored(SafeGoal, Goal0, Names, Depth, Explored) :-
     export_tree(Names, Root, Explored, _).
 
 % --- output -------------------------------------------------------------------------------------
+
+% cut_answer(+Term, -Shown, -Note): Term as it can be shown. One at most answer_depth levels deep, with
+% at most answer_cells compound cells and answer_chars characters of text, is shown as it is (Note is
+% `none`). A larger one is copied down to those bounds, each part left out written `...`, and Note says
+% so; a cyclic one is shown as swipl shows it (X = f(X)). The walk is bounded by the same budget, so it
+% costs little however large the answer.
+answer_depth(200).
+answer_cells(20000).
+answer_chars(200000).
+
+cut_answer(T, Shown, Note) :-
+    answer_depth(D), answer_cells(C), answer_chars(L),
+    Budget = budget(C, L, 0),
+    cut(T, D, Budget, Shown),
+    arg(3, Budget, Cuts),
+    (   Cuts =:= 0 -> Note = none
+    ;   format(string(Note), "proved by SWI-Prolog; the answer is too large to show in full: ~d part(s) left out, each written ... (shown to depth ~d, ~d cells, ~d characters); no goal tree",
+               [Cuts, D, C, L])
+    ).
+
+cut(T, _, _, T) :- var(T), !.
+cut(T, _, Budget, Shown) :-
+    atomic(T), !,
+    (   ( atom(T) ; string(T) ) -> atom_length(T, Len) ; Len = 1 ),
+    arg(2, Budget, Left),
+    (   Len =< Left -> Left1 is Left - Len, nb_setarg(2, Budget, Left1), Shown = T
+    ;   Keep is max(0, min(Left, 1000)), sub_atom(T, 0, Keep, _, Part), atom_concat(Part, '...', Cut0),
+        ( string(T) -> atom_string(Cut0, Shown) ; Shown = Cut0 ),
+        left_out(Budget), nb_setarg(2, Budget, 0)
+    ).
+cut(T, D, Budget, Shown) :-
+    arg(1, Budget, Cells),
+    (   D =< 0 ; Cells =< 0 ), !,
+    Shown = '$VAR'('...'), left_out(Budget).
+cut(T, D, Budget, Shown) :-
+    arg(1, Budget, Cells), Cells1 is Cells - 1, nb_setarg(1, Budget, Cells1),
+    compound_name_arity(T, Name, Arity),
+    compound_name_arity(Shown, Name, Arity),
+    D1 is D - 1,
+    cut_args(1, Arity, T, D1, Budget, Shown).
+
+cut_args(I, Arity, _, _, _, _) :- I > Arity, !.
+cut_args(I, Arity, T, D, Budget, Shown) :-
+    arg(I, T, A), cut(A, D, Budget, S), arg(I, Shown, S),
+    I1 is I + 1,
+    cut_args(I1, Arity, T, D, Budget, Shown).
+
+left_out(Budget) :- arg(3, Budget, N), N1 is N + 1, nb_setarg(3, Budget, N1).
+
+% cyclic_solution(+Goal0, +Names, -Solution): an answer that contains itself, shown as swipl's toplevel
+% shows it: a cycle through a query variable refers to that variable (X = f(X)); any other cycle is a
+% variable _S1, _S2, ... whose value the tree's note gives (swipl's `% where _S1 = ...`).
+cyclic_solution(Goal0, Names0, Names1, Solution) :-
+    '$factorize_term'(Names1, Skel, Subst),
+    maplist(cycle_root(Subst), Skel),
+    foldl(cycle_name, Subst, 1, _),
+    term_variables(Skel-Subst, Free), foldl(name_fresh, Free, 0, _),
+    findall(N-S, ( member(N=V, Skel), \+ sub_atom(N, 0, _, _, '_'),
+                   ( V = '$VAR'(N), member(F=Value, Subst), F == V -> text(Value, S) ; text(V, S) ) ),
+            Pairs),
+    dict_pairs(Bindings, _, Pairs),
+    findall(W, ( member('$VAR'(F)=Value, Subst), sub_atom(F, 0, _, _, '_S'), text(Value, T),
+                 format(string(W), "~w = ~s", [F, T]) ), Where),
+    atomic_list_concat(Where, ', ', WhereText),
+    (   Where == [] -> Extra = "" ; format(string(Extra), "; where ~w", [WhereText]) ),
+    format(string(Note), "proved by SWI-Prolog; the answer is cyclic (a term that contains itself), shown as swipl shows it~s; no goal tree", [Extra]),
+    copy_term(Goal0-Names0, Goal-Names),
+    maplist(name_variable, Names), term_variables(Goal, GoalFree), foldl(name_fresh, GoalFree, 0, _),
+    node_dict(node(Goal, Note, [], true), Tree),
+    Solution = _{bindings: Bindings, tree: Tree}.
+
+cycle_root(Subst, N=V) :- ( var(V), member(F=_, Subst), F == V -> V = '$VAR'(N) ; true ).
+
+cycle_name(F=_, I, I1) :- ( var(F) -> format(atom(N), "_S~d", [I]), F = '$VAR'(N), I1 is I + 1 ; I1 = I ).
+
+
 
 % export_tree(+Names, +Root, -Tree, -Bindings): copy, name the query's variables by their written
 % names and the rest _A, _B, ..., then render the tree and the named variables' values.
