@@ -458,7 +458,9 @@ wrapped(lp_option_goal(_, G), G, U-U).
 % KB's own facts of their predicates), the Prolog flags a goal set (prefer_rationals, double_quotes,
 % occurs_check, ... change what later goals derive) and the predicates it created (an assert into, or
 % a retract from, an undefined predicate defines it, and a later call of it then fails, not errs).
-handle("prove", Request, Reply) :-
+handle("prove", Request0, Reply) :-
+    get_time(Now), Deadline is Now + Request0.time,    % one time limit for the search and its trees
+    Request = Request0.put(deadline, Deadline),
     term_string(Goal0, Request.goal, [variable_names(Names)]),
     abolish_all_tables,                       % outside the snapshot: tables are no database SWI rolls back
     isolated(( set_percepts(Request.percepts), prove(Request, Goal0, Names, Reply) )).
@@ -595,8 +597,9 @@ outcome_reason(Error, null, Text) :- message_text(Error, Text).
 % A limit or refusal that fired (guard.pl's exception hook) decides the outcome even if the goal caught
 % it and went on.
 bounded(Request, Goal, Outcome) :-
+    get_time(Now), Time is max(0.001, Request.deadline - Now),
     nb_setval(lp_fired, none),
-    (   catch(call_with_time_limit(Request.time,
+    (   catch(call_with_time_limit(Time,
                   call_with_inference_limit(Goal, Request.inferences, Status)),
               Error, true)
     ->  true

@@ -134,6 +134,13 @@ class KnowledgeBase:
     def read(self, text: str) -> list[Term]:
         """Goals as SWI-Prolog reads them with the KB's operators (each ended by '.', as `?-` queries are
         written; a last full stop may be left out); raises ProgramParseError with Prolog's own message."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # bytes that are not UTF-8 (argv, a model's \ud800 escape)
+            shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") \
+                if 0xDC80 <= ord(text[exc.start]) <= 0xDCFF else text.encode("utf-8", "backslashreplace").decode()
+            raise ProgramParseError(f"the goal is not valid UTF-8 text (at character {exc.start + 1})",
+                                    text=shown.strip()[:300]) from None
         source = text.strip().removeprefix("?-")
         if source.strip() and not re.search(r"\.\s*$", source):
             source += "."
@@ -188,6 +195,12 @@ class KnowledgeBase:
             # The engine stopped answering (and was replaced by a fresh one) or died: no verdict either way.
             limit = "time" if isinstance(exc, SolverTimeout) else None
             reply = {"status": UNKNOWN, "solutions": [], "truncated": False, "reason": str(exc), "limit": limit}
+        except ProgramExecutionError as exc:
+            # The engine failed on this goal (an error outside the goal's own search): this goal is unknown,
+            # and the next one runs on a fresh engine, whatever state this one was left in.
+            self.process.restart()
+            reply = {"status": UNKNOWN, "solutions": [], "truncated": False,
+                     "reason": f"the engine failed on this goal: {str(exc).splitlines()[0][:500]}", "limit": None}
         result: dict[str, Any] = {"goal": show(term, self.operators), "status": reply["status"],
                                   "proved": reply["status"] == PROVED, "solutions": reply["solutions"],
                                   "truncated": reply["truncated"]}
