@@ -505,7 +505,6 @@ callable_type(callable, 0).
 callable_type(callable+N, N).
 
 % Builtins that pass an options argument on to write_term/3 without a predicate_options declaration.
-undeclared_options(print, 2, 2).
 undeclared_options(portray_clause, 3, 3).
 undeclared_options(print_term, 2, 2).       % library(pprint)
 
@@ -550,6 +549,7 @@ sandbox:safe_primitive(system:write_term(_, _)).
 sandbox:safe_primitive(system:nl).
 sandbox:safe_primitive(system:tab(_)).
 sandbox:safe_primitive(system:put_char(_)).
+sandbox:safe_primitive(system:write_length(_, _, _)).   % writes nothing: measures
 
 % A builtin with write options, known only when it runs.
 user:lp_options(G) :-

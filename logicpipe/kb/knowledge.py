@@ -48,6 +48,17 @@ class LoadMessage:
         return f"{self.file}:{self.line}: {self.kind}: {' '.join(text.split())}"
 
 
+def printable(text: str) -> str:
+    """Text as it can be written out: a byte that was not UTF-8 (argv's surrogate escape) as \\xff, a lone
+    surrogate (a model's \\ud800) as \\ud800."""
+    def one(c: str) -> str:
+        code = ord(c)
+        if 0xDC80 <= code <= 0xDCFF:
+            return f"\\x{code - 0xDC00:02x}"
+        return f"\\u{code:04x}" if 0xD800 <= code <= 0xDFFF else c
+    return "".join(map(one, text))
+
+
 def kb_files(path: Path) -> list[tuple[Path, str]]:
     """A KB is a .pl file, or a folder whose .pl files are loaded in name order."""
     if path.is_dir():
@@ -137,10 +148,8 @@ class KnowledgeBase:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError as exc:  # bytes that are not UTF-8 (argv, a model's \ud800 escape)
-            shown = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace") \
-                if 0xDC80 <= ord(text[exc.start]) <= 0xDCFF else text.encode("utf-8", "backslashreplace").decode()
             raise ProgramParseError(f"the goal is not valid UTF-8 text (at character {exc.start + 1})",
-                                    text=shown.strip()[:300]) from None
+                                    text=printable(text).strip()[:300]) from None
         source = text.strip().removeprefix("?-")
         if source.strip() and not re.search(r"\.\s*$", source):
             source += "."

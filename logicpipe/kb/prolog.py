@@ -221,6 +221,7 @@ class PrologProcess:
                     raw, self._buffer = self._buffer.split(b"\n", 1)
                     text = raw.decode("utf-8", "replace")
                     if text.startswith(self._mark):
+                        self._drain_stderr()
                         return text[len(self._mark):]
                 left = deadline - time.monotonic()
                 ready = selector.select(left) if left > 0 else []
