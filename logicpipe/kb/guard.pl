@@ -543,7 +543,6 @@ sandbox:safe_primitive(system:write(_)).
 sandbox:safe_primitive(system:writeln(_)).
 sandbox:safe_primitive(system:writeq(_)).
 sandbox:safe_primitive(system:print(_)).
-sandbox:safe_primitive(system:print(_, _)).
 sandbox:safe_primitive(system:write_canonical(_)).
 sandbox:safe_primitive(system:write_term(_, _)).
 sandbox:safe_primitive(system:nl).

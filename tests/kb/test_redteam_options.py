@@ -38,6 +38,9 @@ spawn(G) :- thread_create(G, Id, []), thread_join(Id, _).
 spawn_exit(G) :- thread_create(true, Id, [at_exit(G)]), thread_join(Id, _).
 to_peano(0, z) :- !.
 to_peano(N, s(P)) :- N1 is N - 1, to_peano(N1, P).
+pr_to(S, T) :- print(S, T).
+pr1(T) :- with_output_to(string(_), print(T)).
+set_flag(F, V) :- set_prolog_flag(F, V).
 hello :- write(hello), nl, print(world), nl, writeq('it''s'), nl.
 """
 
@@ -80,6 +83,9 @@ HOSTILE = [
     # hooks switched on by an option's value
     "render(x, S, [attributes(portray)])",
     "render(x, S, [blobs(portray)])",
+    # print/1 takes its options from a flag; print/2 writes to a stream a goal names
+    f"set_flag(print_write_options, [portray_goal(shell)]), pr1({T})",
+    "pr_to(user_output, x)",
     # threads: refused to goals and to KB rules (and an at_exit option is a goal)
     f"spawn(shell({T}))",
     f"spawn_exit(shell({T}))",
@@ -123,6 +129,7 @@ PLAIN = [
     "len(f(x, y), [quoted(true)], L)",
     "show_with(fact(0))",
     "hello",
+    "pr1(f('A'))",
     "to_peano(20000, P)",
     "length(L, 1500000)",
     "X = f(X)",
