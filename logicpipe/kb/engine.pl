@@ -645,30 +645,36 @@ explained_solution(_, Goal0, Names0, Answer, Solution) :-
     Goal1 = Answer,
     cyclic_term(Names1), !,
     cyclic_solution(Goal0, Names0, Names1, Solution).
-explained_solution(_, Goal0, Names0, Answer, Solution) :-
+explained_solution(Request, Goal0, Names0, Answer, Solution) :-
     copy_term(Goal0-Names0, Goal1-Names1),
     Goal1 = Answer,
     cut_answer(Names1, Names, Note),
-    Note \== none, !,                          % too large or too deep to explain: shown cut, no tree
-    copy_term(Goal0-Names0, Goal-Names2),       % the tree's one node: the goal as written
+    (   Note \== none                           % too large or too deep to explain: shown cut, no tree
+    ->  leaf_solution(Goal0, Names0, Names, Note, Solution)
+    ;   catch(explained_in_full(Request, Goal0, Names0, Answer, Solution0), Error, true),
+        (   var(Error), Solution0 \== limit -> Solution = Solution0
+        ;   ( var(Error) -> Why = "a limit" ; message_text(Error, Why) ),   % the answer still stands
+            format(string(Note1), "proved by SWI-Prolog; no goal tree: writing it out hit ~s", [Why]),
+            leaf_solution(Goal0, Names0, Names, Note1, Solution)
+        )
+    ).
+
+% leaf_solution(+Goal0, +Names0, +Names, +Note, -Solution): the bindings Names (cut to size) and a tree
+% of one node, the goal as written, saying why there is no more.
+leaf_solution(Goal0, Names0, Names, Note, _{bindings: Bindings, tree: Tree}) :-
+    copy_term(Goal0-Names0, Goal-Names2),
     export_tree(Names2, node(Goal, Note, [], true), Tree, _),
     export_tree(Names, node(true, Note, [], true), _, Bindings0),
     dict_pairs(Bindings0, _, Pairs0),
-    findall(K-V, ( member(K-V0, Pairs0), atomic_list_concat(Parts, '\'$VAR\'(...)', V0),
-                   atomic_list_concat(Parts, '...', V1), atom_string(V1, V) ), Pairs),
-    dict_pairs(Bindings, _, Pairs),
-    Solution = _{bindings: Bindings, tree: Tree}.
-explained_solution(Request, Goal0, Names0, Answer, Solution) :-
-    catch(explained_in_full(Request, Goal0, Names0, Answer, Solution), Error, true),
-    (   var(Error) -> true
-    ;   message_text(Error, Why),               % writing it out failed: the answer still stands
-        format(string(Note), "proved by SWI-Prolog; no goal tree: writing it out failed (~s)", [Why]),
-        copy_term(Goal0-Names0, Goal-Names), ignore(Goal = Answer),
-        catch(export_tree(Names, node(Goal, Note, [], true), Tree, Bindings), _,
-              ( Tree = _{goal: "?", clause: Note, children: [], proved: true}, Bindings = _{} )),
-        Solution = _{bindings: Bindings, tree: Tree}
-    ).
+    findall(K-V, ( member(K-V0, Pairs0), uncut_marker(V0, V) ), Pairs),
+    dict_pairs(Bindings, _, Pairs).
 
+uncut_marker(Text0, Text) :-
+    atomic_list_concat(Parts, '\'$VAR\'(...)', Text0), atomic_list_concat(Parts, '...', Text1),
+    atom_string(Text1, Text).
+
+% The tree is built and written out under the goal's limits (what is left of its time); `limit` if one
+% fired.
 explained_in_full(Request, Goal0, Names0, Answer, Solution) :-
     copy_term(Goal0-Names0, Goal1-Names),
     (   catch(checked_body(Goal1, Goal), _, fail), Goal = Answer
@@ -680,8 +686,10 @@ explained_in_full(Request, Goal0, Names0, Answer, Solution) :-
     ->  true
     ;   Root = node(Goal, "proved by SWI-Prolog; no goal tree: building it hit a limit or an error", [], true)
     ),
-    export_tree(Names, Root, Tree, Bindings),
-    Solution = _{bindings: Bindings, tree: Tree}.
+    (   bounded(Request, export_tree(Names, Root, Tree, Bindings), ok)
+    ->  Solution = _{bindings: Bindings, tree: Tree}
+    ;   Solution = limit
+    ).
 
 explain_root(Goal, Depth, Root) :-
     (   ex(Goal, Depth, [], Nodes) -> root(Goal, Nodes, true, Root)
@@ -873,7 +881,8 @@ explored(SafeGoal, Goal0, Names, Depth, Explored) :-
 
 % --- output -------------------------------------------------------------------------------------
 
-% cut_answer(+Term, -Shown, -Note): Term as it can be shown. One at most answer_depth levels deep, with
+% cut_answer(+Term, -Shown, -Note): Term as it can be shown. One at most answer_depth levels deep (a list's
+% elements count as one level), with
 % at most answer_cells compound cells and answer_chars characters of text, is shown as it is (Note is
 % `none`). A larger one is copied down to those bounds, each part left out written `...`, and Note says
 % so; a cyclic one is shown as swipl shows it (X = f(X)). The walk is bounded by the same budget, so it
@@ -902,7 +911,7 @@ cut(T, _, Budget, Shown) :-
         ( string(T) -> atom_string(Cut0, Shown) ; Shown = Cut0 ),
         left_out(Budget), nb_setarg(2, Budget, 0)
     ).
-cut(T, D, Budget, Shown) :-
+cut(_, D, Budget, Shown) :-
     arg(1, Budget, Cells),
     (   D =< 0 ; Cells =< 0 ), !,
     Shown = '$VAR'('...'), left_out(Budget).
@@ -911,7 +920,11 @@ cut(T, D, Budget, Shown) :-
     compound_name_arity(T, Name, Arity),
     compound_name_arity(Shown, Name, Arity),
     D1 is D - 1,
-    cut_args(1, Arity, T, D1, Budget, Shown).
+    (   Name == '[|]', Arity == 2                % a list's tail is no deeper than the list: its length
+    ->  arg(1, T, H), cut(H, D1, Budget, SH), arg(1, Shown, SH),      % counts in cells
+        arg(2, T, Tail), cut(Tail, D, Budget, ST), arg(2, Shown, ST)
+    ;   cut_args(1, Arity, T, D1, Budget, Shown)
+    ).
 
 cut_args(I, Arity, _, _, _, _) :- I > Arity, !.
 cut_args(I, Arity, T, D, Budget, Shown) :-
@@ -975,7 +988,7 @@ export_depth(70).   % pydantic reads a record back (a resumed run) up to about 1
 node_dict(Node, Dict) :- node_dict(1, Node, Dict).
 
 node_dict(Level, node(G, Label, Children, Proved), _{goal: S, clause: L, children: Cs, proved: Proved}) :-
-    text(G, S),
+    node_text(G, S),
     export_depth(Max),
     (   Level >= Max, Children \== []
     ->  L = "tree depth limit: not expanded", Cs = []
@@ -986,6 +999,14 @@ node_dict(Level, node(G, Label, Children, Proved), _{goal: S, clause: L, childre
 
 label_text(Label, Text) :- string(Label), !, Text = Label.
 label_text(Label, Text) :- format(string(Text), "~w", [Label]).
+
+% A node's goal is shown cut to node_cells cells, node_chars characters and node_depth levels (`...`
+% for each part left out): a tree has up to node_budget nodes, each of which may hold a large answer.
+node_text(G, S) :-
+    Budget = budget(1000, 10000, 0),
+    cut(G, 60, Budget, Shown),
+    text(Shown, S0),
+    (   arg(3, Budget, 0) -> S = S0 ; uncut_marker(S0, S) ).
 
 % Prolog's own quoted writing with the KB's operators: what is printed reads back as the same term.
 text(T, S) :-
