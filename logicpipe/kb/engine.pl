@@ -673,8 +673,8 @@ uncut_marker(Text0, Text) :-
     atomic_list_concat(Parts, '\'$VAR\'(...)', Text0), atomic_list_concat(Parts, '...', Text1),
     atom_string(Text1, Text).
 
-% The tree is built and written out under the goal's limits (what is left of its time); `limit` if one
-% fired.
+% The tree is built under the goal's limits and written out under what is left of its time; `limit`
+% if one fired.
 explained_in_full(Request, Goal0, Names0, Answer, Solution) :-
     copy_term(Goal0-Names0, Goal1-Names),
     (   catch(checked_body(Goal1, Goal), _, fail), Goal = Answer
@@ -686,8 +686,9 @@ explained_in_full(Request, Goal0, Names0, Answer, Solution) :-
     ->  true
     ;   Root = node(Goal, "proved by SWI-Prolog; no goal tree: building it hit a limit or an error", [], true)
     ),
-    (   bounded(Request, export_tree(Names, Root, Tree, Bindings), ok)
-    ->  Solution = _{bindings: Bindings, tree: Tree}
+    get_time(Now), Time is max(0.001, Request.deadline - Now),     % time only: copying a tree costs
+    (   catch(call_with_time_limit(Time, export_tree(Names, Root, Tree, Bindings)), _, fail)   % inferences
+    ->  Solution = _{bindings: Bindings, tree: Tree}                 % by its size, which is bounded
     ;   Solution = limit
     ).
 

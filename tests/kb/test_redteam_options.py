@@ -38,6 +38,8 @@ spawn(G) :- thread_create(G, Id, []), thread_join(Id, _).
 spawn_exit(G) :- thread_create(true, Id, [at_exit(G)]), thread_join(Id, _).
 to_peano(0, z) :- !.
 to_peano(N, s(P)) :- N1 is N - 1, to_peano(N1, P).
+len([], 0).
+len([_|T], N) :- len(T, N0), N is N0 + 1.
 pr_to(S, T) :- print(S, T).
 pr1(T) :- with_output_to(string(_), print(T)).
 set_flag(F, V) :- set_prolog_flag(F, V).
@@ -225,6 +227,16 @@ def test_answers_too_large_deep_or_cyclic_are_shown_and_the_batch_goes_on(kbcli,
     assert deep["bindings"]["P"].startswith("s(s(s(") and "..." in deep["bindings"]["P"]
     assert len(deep["bindings"]["P"]) < 10_000 and deep["tree"]["goal"] == "to_peano(20000, P)"
     assert results[4]["solutions"][0]["bindings"] == {"X": "f(X)"}
+    # A 3000-element answer is shown in full, with its tree, each node's goal cut to size.
+    listed = prove(kbcli, kb, ["numlist(1, 3000, L), len(L, N)"])[0]["solutions"][0]
+    assert listed["bindings"]["L"].endswith(", 2999, 3000]")
+
+    def nodes(node):
+        yield node
+        for child in node["children"]:
+            yield from nodes(child)
+    goals = [node["goal"] for node in nodes(listed["tree"])]
+    assert len(goals) > 60 and max(map(len, goals)) < 12_000 and all(g.endswith("|...], 3000)") for g in goals[2:3])
     cyclic = results[5]["solutions"][0]
     assert cyclic["bindings"] == {"X": "f(Y)", "Y": "g(Y)"} and "cyclic" in cyclic["tree"]["clause"]
 
