@@ -641,13 +641,11 @@ set_percept(P) :-
 node_budget(2000).
 
 explained_solution(_, Goal0, Names0, Answer, Solution) :-
-    copy_term(Goal0-Names0, Goal1-Names1),
-    Goal1 = Answer,
+    answer_names(Goal0, Names0, Answer, Names1),
     cyclic_term(Names1), !,
     cyclic_solution(Goal0, Names0, Names1, Solution).
 explained_solution(Request, Goal0, Names0, Answer, Solution) :-
-    copy_term(Goal0-Names0, Goal1-Names1),
-    Goal1 = Answer,
+    answer_names(Goal0, Names0, Answer, Names1),
     cut_answer(Names1, Names, Note),
     (   Note \== none                           % too large or too deep to explain: shown cut, no tree
     ->  leaf_solution(Goal0, Names0, Names, Note, Solution)
@@ -657,6 +655,17 @@ explained_solution(Request, Goal0, Names0, Answer, Solution) :-
             format(string(Note1), "proved by SWI-Prolog; no goal tree: writing it out hit ~s", [Why]),
             leaf_solution(Goal0, Names0, Names, Note1, Solution)
         )
+    ).
+
+% answer_names(+Goal0, +Names0, +Answer, -Names): the goal's variables as the answer (the goal as it ran,
+% with the sandbox's wrappers) bound them.
+answer_names(Goal0, Names0, Answer, Names) :-
+    copy_term(Goal0-Names0, Goal1-Names),
+    (   catch(checked_body(Goal1, Goal), _, fail), Goal = Answer
+    ->  true
+    ;   acyclic_term(Answer), unwrap(Answer, Shown), Goal1 = Shown
+    ->  true
+    ;   true
     ).
 
 % leaf_solution(+Goal0, +Names0, +Names, +Note, -Solution): the bindings Names (cut to size) and a tree
