@@ -161,14 +161,14 @@ def prove(kb: Path = typer.Argument(..., help="KB file or folder"),
 def _checked(base: KnowledgeBase, goal: str, alone: bool) -> Any:
     """The goal's term, or (among several goals) the `unknown` result of a goal that cannot run."""
     from ..core.errors import ProgramParseError
-    from .knowledge import UNKNOWN
+    from .knowledge import UNKNOWN, printable
 
     try:
         return base.check(goal)
     except ProgramParseError as exc:
         if alone:
             raise
-        return {"goal": goal, "status": UNKNOWN, "proved": False, "solutions": [], "truncated": False,
+        return {"goal": printable(goal), "status": UNKNOWN, "proved": False, "solutions": [], "truncated": False,
                 "reason": str(exc)}
 
 

@@ -18,7 +18,7 @@
 :- ensure_loaded(hooks).
 
 :- dynamic load_message/4, display_name/2, kb_pred/2, percept_pred/2, allowed_builtin/2, loading/0,
-           auto_tabled/2, found_answer/1, loaded_pred/3, saved_flag/2, kb_mod/1,
+           auto_tabled/2, loaded_pred/3, saved_flag/2, kb_mod/1,
            saved_global/2.
 :- discontiguous handle/3.
 
@@ -139,6 +139,7 @@ handle("load", Request, _{ok: true, messages: Messages, predicates: Preds, table
     retractall(loading),
     forall(own_predicate(N, A), assertz(kb_pred(N, A))),
     sandbox_asserted,
+    derive_option_calls,                      % the KB may have loaded a library that declares more options
     table_left_recursion,
     table_recursive_callers,
     findall(M, load_message_dict(M), Messages),
@@ -445,6 +446,9 @@ wrapped(safe_assert(How, C, Rest), C, UC-U) :- U =.. [How, UC|Rest].
 wrapped(lp_apply(C, Args), C, UC-apply(UC, Args)).
 wrapped(lp_tnot(G), G, U-tnot(U)).
 wrapped(lp_set_flag(F, V), V, U-set_prolog_flag(F, U)).
+wrapped(lp_options(G), G, U-U).
+wrapped(lp_global(G), G, U-U).
+wrapped(lp_option_goal(_, G), G, U-U).
 
 % --- proving --------------------------------------------------------------------------------
 
@@ -454,7 +458,9 @@ wrapped(lp_set_flag(F, V), V, U-set_prolog_flag(F, U)).
 % KB's own facts of their predicates), the Prolog flags a goal set (prefer_rationals, double_quotes,
 % occurs_check, ... change what later goals derive) and the predicates it created (an assert into, or
 % a retract from, an undefined predicate defines it, and a later call of it then fails, not errs).
-handle("prove", Request, Reply) :-
+handle("prove", Request0, Reply) :-
+    get_time(Now), Deadline is Now + Request0.time,    % one time limit for the search and its trees
+    Request = Request0.put(deadline, Deadline),
     term_string(Goal0, Request.goal, [variable_names(Names)]),
     abolish_all_tables,                       % outside the snapshot: tables are no database SWI rolls back
     isolated(( set_percepts(Request.percepts), prove(Request, Goal0, Names, Reply) )).
@@ -507,11 +513,12 @@ tabling_own(N) :- memberchk(N, ['$tabled', '$table_mode', '$table_update']).
 prove(Request, Goal0, Names, Reply) :-
     Max = Request.max_solutions,
     Probe is Max + 1,                         % one more than shown tells whether the list is complete
-    retractall(found_answer(_)),
+    Answers = found([]),                      % held by this clause only: no goal can name it
     bounded(Request, ( checked_body(Goal0, Goal),
-                       forall(limit(Probe, call_delays(kb:Goal, Delays)), found(Goal, Delays)) ), Outcome0),
+                       forall(limit(Probe, call_delays(kb:Goal, Delays)), found(Answers, Goal, Delays)) ),
+            Outcome0),
     (   undefined_in_tables -> Outcome = undefined_tabled, Found = []
-    ;   Outcome = Outcome0, findall(Answer, found_answer(Answer), Found)
+    ;   Outcome = Outcome0, arg(1, Answers, Reversed), reverse(Reversed, Found)
     ),
     length(Found, Count),
     (   Count > Max -> length(Shown, Max), append(Shown, _, Found) ; Shown = Found ),
@@ -543,11 +550,11 @@ tabling_limit(max_answers_for_subgoal, max_answers_for_subgoal_action).
 % An answer counts only while no limit has fired: after one that a catch swallowed, the search is over.
 % An answer with delays is undefined under the well-founded semantics (tabled negation through a loop,
 % where SWI-Prolog's toplevel says "undefined"): no answer either way.
-found(Answer, Delays) :-
+found(Answers, Answer, Delays) :-
     nb_getval(lp_fired, Fired),
     (   Fired \== none -> throw(Fired)
     ;   Delays \== true -> throw(undefined_wfs)
-    ;   assertz(found_answer(Answer))
+    ;   arg(1, Answers, Old), nb_setarg(1, Answers, [Answer|Old])   % a copy, kept on backtracking
     ).
 
 % explain(...): a tree per solution shown and, for a failed search, the explored alternatives (on a
@@ -590,8 +597,9 @@ outcome_reason(Error, null, Text) :- message_text(Error, Text).
 % A limit or refusal that fired (guard.pl's exception hook) decides the outcome even if the goal caught
 % it and went on.
 bounded(Request, Goal, Outcome) :-
+    get_time(Now), Time is max(0.001, Request.deadline - Now),
     nb_setval(lp_fired, none),
-    (   catch(call_with_time_limit(Request.time,
+    (   catch(call_with_time_limit(Time,
                   call_with_inference_limit(Goal, Request.inferences, Status)),
               Error, true)
     ->  true
@@ -632,7 +640,51 @@ set_percept(P) :-
 
 node_budget(2000).
 
+explained_solution(_, Goal0, Names0, Answer, Solution) :-
+    answer_names(Goal0, Names0, Answer, Names1),
+    cyclic_term(Names1), !,
+    cyclic_solution(Goal0, Names0, Names1, Solution).
 explained_solution(Request, Goal0, Names0, Answer, Solution) :-
+    answer_names(Goal0, Names0, Answer, Names1),
+    cut_answer(Names1, Names, Note),
+    (   Note \== none                           % too large or too deep to explain: shown cut, no tree
+    ->  leaf_solution(Goal0, Names0, Names, Note, Solution)
+    ;   catch(explained_in_full(Request, Goal0, Names0, Answer, Solution0), Error, true),
+        (   var(Error), Solution0 \== limit -> Solution = Solution0
+        ;   ( var(Error) -> Why = "a limit" ; message_text(Error, Why) ),   % the answer still stands
+            format(string(Note1), "proved by SWI-Prolog; no goal tree: writing it out hit ~s", [Why]),
+            leaf_solution(Goal0, Names0, Names, Note1, Solution)
+        )
+    ).
+
+% answer_names(+Goal0, +Names0, +Answer, -Names): the goal's variables as the answer (the goal as it ran,
+% with the sandbox's wrappers) bound them.
+answer_names(Goal0, Names0, Answer, Names) :-
+    copy_term(Goal0-Names0, Goal1-Names),
+    (   catch(checked_body(Goal1, Goal), _, fail), Goal = Answer
+    ->  true
+    ;   acyclic_term(Answer), unwrap(Answer, Shown), Goal1 = Shown
+    ->  true
+    ;   true
+    ).
+
+% leaf_solution(+Goal0, +Names0, +Names, +Note, -Solution): the bindings Names (cut to size) and a tree
+% of one node, the goal as written, saying why there is no more.
+leaf_solution(Goal0, Names0, Names, Note, _{bindings: Bindings, tree: Tree}) :-
+    copy_term(Goal0-Names0, Goal-Names2),
+    export_tree(Names2, node(Goal, Note, [], true), Tree, _),
+    export_tree(Names, node(true, Note, [], true), _, Bindings0),
+    dict_pairs(Bindings0, _, Pairs0),
+    findall(K-V, ( member(K-V0, Pairs0), uncut_marker(V0, V) ), Pairs),
+    dict_pairs(Bindings, _, Pairs).
+
+uncut_marker(Text0, Text) :-
+    atomic_list_concat(Parts, '\'$VAR\'(...)', Text0), atomic_list_concat(Parts, '...', Text1),
+    atom_string(Text1, Text).
+
+% The tree is built under the goal's limits and written out under what is left of its time; `limit`
+% if one fired.
+explained_in_full(Request, Goal0, Names0, Answer, Solution) :-
     copy_term(Goal0-Names0, Goal1-Names),
     (   catch(checked_body(Goal1, Goal), _, fail), Goal = Answer
     ->  true
@@ -643,8 +695,11 @@ explained_solution(Request, Goal0, Names0, Answer, Solution) :-
     ->  true
     ;   Root = node(Goal, "proved by SWI-Prolog; no goal tree: building it hit a limit or an error", [], true)
     ),
-    export_tree(Names, Root, Tree, Bindings),
-    Solution = _{bindings: Bindings, tree: Tree}.
+    get_time(Now), Time is max(0.001, Request.deadline - Now),     % time only: copying a tree costs
+    (   catch(call_with_time_limit(Time, export_tree(Names, Root, Tree, Bindings)), _, fail)   % inferences
+    ->  Solution = _{bindings: Bindings, tree: Tree}                 % by its size, which is bounded
+    ;   Solution = limit
+    ).
 
 explain_root(Goal, Depth, Root) :-
     (   ex(Goal, Depth, [], Nodes) -> root(Goal, Nodes, true, Root)
@@ -836,6 +891,87 @@ explored(SafeGoal, Goal0, Names, Depth, Explored) :-
 
 % --- output -------------------------------------------------------------------------------------
 
+% cut_answer(+Term, -Shown, -Note): Term as it can be shown. One at most answer_depth levels deep (a list's
+% elements count as one level), with
+% at most answer_cells compound cells and answer_chars characters of text, is shown as it is (Note is
+% `none`). A larger one is copied down to those bounds, each part left out written `...`, and Note says
+% so; a cyclic one is shown as swipl shows it (X = f(X)). The walk is bounded by the same budget, so it
+% costs little however large the answer.
+answer_depth(200).
+answer_cells(20000).
+answer_chars(200000).
+
+cut_answer(T, Shown, Note) :-
+    answer_depth(D), answer_cells(C), answer_chars(L),
+    Budget = budget(C, L, 0),
+    cut(T, D, Budget, Shown),
+    arg(3, Budget, Cuts),
+    (   Cuts =:= 0 -> Note = none
+    ;   format(string(Note), "proved by SWI-Prolog; the answer is too large to show in full: ~d part(s) left out, each written ... (shown to depth ~d, ~d cells, ~d characters); no goal tree",
+               [Cuts, D, C, L])
+    ).
+
+cut(T, _, _, T) :- var(T), !.
+cut(T, _, Budget, Shown) :-
+    atomic(T), !,
+    (   ( atom(T) ; string(T) ) -> atom_length(T, Len) ; Len = 1 ),
+    arg(2, Budget, Left),
+    (   Len =< Left -> Left1 is Left - Len, nb_setarg(2, Budget, Left1), Shown = T
+    ;   Keep is max(0, min(Left, 1000)), sub_atom(T, 0, Keep, _, Part), atom_concat(Part, '...', Cut0),
+        ( string(T) -> atom_string(Cut0, Shown) ; Shown = Cut0 ),
+        left_out(Budget), nb_setarg(2, Budget, 0)
+    ).
+cut(_, D, Budget, Shown) :-
+    arg(1, Budget, Cells),
+    (   D =< 0 ; Cells =< 0 ), !,
+    Shown = '$VAR'('...'), left_out(Budget).
+cut(T, D, Budget, Shown) :-
+    arg(1, Budget, Cells), Cells1 is Cells - 1, nb_setarg(1, Budget, Cells1),
+    compound_name_arity(T, Name, Arity),
+    compound_name_arity(Shown, Name, Arity),
+    D1 is D - 1,
+    (   Name == '[|]', Arity == 2                % a list's tail is no deeper than the list: its length
+    ->  arg(1, T, H), cut(H, D1, Budget, SH), arg(1, Shown, SH),      % counts in cells
+        arg(2, T, Tail), cut(Tail, D, Budget, ST), arg(2, Shown, ST)
+    ;   cut_args(1, Arity, T, D1, Budget, Shown)
+    ).
+
+cut_args(I, Arity, _, _, _, _) :- I > Arity, !.
+cut_args(I, Arity, T, D, Budget, Shown) :-
+    arg(I, T, A), cut(A, D, Budget, S), arg(I, Shown, S),
+    I1 is I + 1,
+    cut_args(I1, Arity, T, D, Budget, Shown).
+
+left_out(Budget) :- arg(3, Budget, N), N1 is N + 1, nb_setarg(3, Budget, N1).
+
+% cyclic_solution(+Goal0, +Names, -Solution): an answer that contains itself, shown as swipl's toplevel
+% shows it: a cycle through a query variable refers to that variable (X = f(X)); any other cycle is a
+% variable _S1, _S2, ... whose value the tree's note gives (swipl's `% where _S1 = ...`).
+cyclic_solution(Goal0, Names0, Names1, Solution) :-
+    '$factorize_term'(Names1, Skel, Subst),
+    maplist(cycle_root(Subst), Skel),
+    foldl(cycle_name, Subst, 1, _),
+    term_variables(Skel-Subst, Free), foldl(name_fresh, Free, 0, _),
+    findall(N-S, ( member(N=V, Skel), \+ sub_atom(N, 0, _, _, '_'),
+                   ( V = '$VAR'(N), member(F=Value, Subst), F == V -> text(Value, S) ; text(V, S) ) ),
+            Pairs),
+    dict_pairs(Bindings, _, Pairs),
+    findall(W, ( member('$VAR'(F)=Value, Subst), sub_atom(F, 0, _, _, '_S'), text(Value, T),
+                 format(string(W), "~w = ~s", [F, T]) ), Where),
+    atomic_list_concat(Where, ', ', WhereText),
+    (   Where == [] -> Extra = "" ; format(string(Extra), "; where ~w", [WhereText]) ),
+    format(string(Note), "proved by SWI-Prolog; the answer is cyclic (a term that contains itself), shown as swipl shows it~s; no goal tree", [Extra]),
+    copy_term(Goal0-Names0, Goal-Names),
+    maplist(name_variable, Names), term_variables(Goal, GoalFree), foldl(name_fresh, GoalFree, 0, _),
+    node_dict(node(Goal, Note, [], true), Tree),
+    Solution = _{bindings: Bindings, tree: Tree}.
+
+cycle_root(Subst, N=V) :- ( var(V), member(F=_, Subst), F == V -> V = '$VAR'(N) ; true ).
+
+cycle_name(F=_, I, I1) :- ( var(F) -> format(atom(N), "_S~d", [I]), F = '$VAR'(N), I1 is I + 1 ; I1 = I ).
+
+
+
 % export_tree(+Names, +Root, -Tree, -Bindings): copy, name the query's variables by their written
 % names and the rest _A, _B, ..., then render the tree and the named variables' values.
 export_tree(Names, Root0, Tree, Bindings) :-
@@ -862,7 +998,7 @@ export_depth(70).   % pydantic reads a record back (a resumed run) up to about 1
 node_dict(Node, Dict) :- node_dict(1, Node, Dict).
 
 node_dict(Level, node(G, Label, Children, Proved), _{goal: S, clause: L, children: Cs, proved: Proved}) :-
-    text(G, S),
+    node_text(G, S),
     export_depth(Max),
     (   Level >= Max, Children \== []
     ->  L = "tree depth limit: not expanded", Cs = []
@@ -873,6 +1009,14 @@ node_dict(Level, node(G, Label, Children, Proved), _{goal: S, clause: L, childre
 
 label_text(Label, Text) :- string(Label), !, Text = Label.
 label_text(Label, Text) :- format(string(Text), "~w", [Label]).
+
+% A node's goal is shown cut to node_cells cells, node_chars characters and node_depth levels (`...`
+% for each part left out): a tree has up to node_budget nodes, each of which may hold a large answer.
+node_text(G, S) :-
+    Budget = budget(1000, 10000, 0),
+    cut(G, 60, Budget, Shown),
+    text(Shown, S0),
+    (   arg(3, Budget, 0) -> S = S0 ; uncut_marker(S0, S) ).
 
 % Prolog's own quoted writing with the KB's operators: what is printed reads back as the same term.
 text(T, S) :-

@@ -19,6 +19,8 @@
 
 :- use_module(library(sandbox)).
 :- use_module(library(prolog_format), [format_types/2]).
+:- use_module(library(predicate_options), []).
+:- use_module(library(dialect/swi/syspred_options), []).
 
 % library(sandbox) loads library(apply_macros), whose global goal expansion would compile the KB's
 % maplist/forall calls into helper predicates: the KB is compiled as plain SWI-Prolog compiles it.
@@ -168,6 +170,14 @@ safe_call(Mode, apply(C, Args), _, _, Safe) :- !,           % its closure is not
     ->  length(Args, N), safe_closure(N, C, SafeC), Safe = apply(SafeC, Args)
     ;   Safe = user:lp_apply(C, Args)
     ).
+safe_call(Mode, G, N, A, user:lp_options(Safe)) :-        % write options that call a goal or a hook
+    options_arg(N, A, _), \+ kb_local(N, A), !,               % (checked when they are known, as it runs)
+    (   predicate_property(user:G, meta_predicate(Spec))
+    ->  G =.. [N|Args], Spec =.. [_|Specs], maplist(safe_arg(Mode), Specs, Args, SafeArgs), Safe =.. [N|SafeArgs]
+    ;   Safe = G
+    ).
+safe_call(_, G, N, A, user:lp_global(G)) :-                % the engine's own global variables are hidden
+    global_reader(N, A), \+ kb_local(N, A), !.
 safe_call(Mode, G, N, A, Safe) :-
     \+ kb_local(N, A),
     predicate_property(user:G, meta_predicate(Spec)),
@@ -176,7 +186,7 @@ safe_call(Mode, G, N, A, Safe) :-
     maplist(safe_arg(Mode), Specs, Args, SafeArgs),
     Safe0 =.. [N|SafeArgs],
     (   format_goal(Safe0, _, _, _) -> safe_format(Mode, Safe0, Safe)
-    ;   maplist(settled_colon, Specs, SafeArgs) -> Safe = Safe0
+    ;   maplist(settled_colon, Specs, SafeArgs), \+ names_engine_pred(Specs, SafeArgs) -> Safe = Safe0
     ;   Safe = user:lp_colon(Safe0)                            % a module-sensitive argument from outside
     ).
 safe_call(_, G, _, _, G).
@@ -265,7 +275,8 @@ format_goal(debug(Topic, F, Args), F, Args, debug(Topic, F)).
 
 safe_format(Mode, G, Safe) :-
     format_goal(G, F, Args, Partial),
-    (   ground(F), is_list(Args), format_called(F, Args, Called)
+    (   ground(F), is_list(Args), format_called(F, Args, Called),
+        \+ ( nth1(I, Called, options), nth1(I, Args, Options), \+ settled_options(Options) )
     ->  maplist(safe_format_arg(Mode), Called, Args, SafeArgs),
         closure_goal(Partial, [SafeArgs], Safe)
     ;   Safe = user:lp_format(G)                               % the format is known only when it runs
@@ -277,15 +288,18 @@ format_called(F, Args, Called) :-
     maplist(called_type, Types, Called).
 
 called_type(callable, true) :- !.
+called_type(list, options) :- !.               % ~W: its second argument is write_term/2's options
 called_type(_, false).
 
 safe_format_arg(Mode, true, A, Safe) :- !, safe_body(Mode, A, Safe).
+safe_format_arg(_, options, A, Safe) :- !, safe_options(A, Safe).
 safe_format_arg(_, false, A, A).
 
 wrapper(checked(_)).
 wrapper(W) :- compound(W), compound_name_arity(W, Name, _),
     memberchk(Name, [lp_closure, lp_lambda, lp_dcg, lp_dcg_body, lp_recover, lp_colon, lp_format, lp_apply,
-                     safe_assert, literal_assert, lp_limit_result, lp_tnot, lp_set_flag]).
+                     safe_assert, literal_assert, lp_limit_result, lp_tnot, lp_set_flag, lp_options, lp_global,
+                     lp_option_goal]).
 
 % --- the wrappers: each checks, by both layers, what it is about to call ------------------------------
 
@@ -416,8 +430,23 @@ user:lp_colon(G) :-
     functor(G, N, A), functor(Spec0, N, A),
     predicate_property(user:Spec0, meta_predicate(Spec)),
     forall(( arg(I, Spec, (:)), arg(I, G, Arg) ), kb_module_term(Arg)),
+    Spec =.. [_|Specs], G =.. [_|Args],
+    \+ names_engine_pred(Specs, Args),          % as in plain swipl, where the engine is not: no such predicate
     sandbox_check(G),
     call(kb:G).
+
+% names_engine_pred(+Specs, +Args): a module-sensitive argument (clause/2's head, current_predicate/1's
+% name, ...) names one of the engine's own predicates in user (its facts, its wrappers), which kb inherits
+% and which the KB does not define itself. Such an argument is refused at rewriting (it becomes a
+% lp_colon/1 call) and fails when it runs: the engine's facts read as if they were not there.
+names_engine_pred(Specs, Args) :-
+    nth1(I, Specs, (:)), nth1(I, Args, Arg),
+    strip_module(Arg, M, Plain), ( var(M) ; M == kb ; M == user ),
+    (   callable(Plain), \+ Plain = _/_, \+ Plain = _//_ -> functor(Plain, N, A)
+    ;   nonvar(Plain), ( Plain = N/A ; Plain = N//A0, integer(A0), A is A0 + 2 )
+    ),
+    atom(N), integer(A),
+    engine_pred(N, A), \+ kb_local(N, A), !.
 
 kb_module_term(T) :- var(T), !.
 kb_module_term(M:T) :- !, ( M == kb -> kb_module_term(T) ; throw(refused(whitelist, M:T)) ).
@@ -433,6 +462,127 @@ user:lp_format(G) :-
         closure_goal(Partial, [SafeArgs], Safe),
         call(kb:Safe)
     ;   throw(refused(whitelist, G))                           % a format its reader cannot read
+    ).
+
+% --- goals in options -----------------------------------------------------------------------------
+% A write option may hold a goal that SWI-Prolog calls from C for each term it writes (portray_goal(G)),
+% or switch on a hook (portray(true) calls portray/1). Neither meta_predicate declarations nor library
+% (sandbox) see them. Which options do is read from SWI-Prolog's own option declarations
+% (library(dialect/swi/syspred_options), through pass_to/2): an option of type callable is a goal, an
+% option whose name or one of whose values is `portray` switches on a hook. Which builtins take them is
+% read from the same declarations, plus those SWI-Prolog passes write options to without declaring it
+% (undeclared_options/3) and format/2,3's ~W (library(prolog_format)'s `list` argument type).
+
+:- dynamic option_call/3, options_arg/3.
+
+% option_call(?Name, ?Kind, ?Value): the option Name(Value) calls something. Kind is goal(Extra) (a
+% closure called with Extra more arguments) or hook.
+derive_option_calls :-
+    retractall(option_call(_, _, _)), retractall(options_arg(_, _, _)),
+    forall(( declared_option(system:write_term/3, O), option_kind(O, Name, Kind, Value) ),
+           assertz(option_call(Name, Kind, Value))),
+    forall(( predicate_options:option_decl(H, M, I), functor(H, N, A),
+             declared_option(M:N/A, O), option_kind(O, _, _, _) ),
+           ( options_arg(N, A, I) -> true ; assertz(options_arg(N, A, I)) )),
+    forall(( undeclared_options(N, A, I), \+ options_arg(N, A, I) ), assertz(options_arg(N, A, I))).
+
+% declared_option(+PI, -Option): Name(Type) as declared, pass_to/2 followed.
+declared_option(PI, O) :- declared_option(PI, [], O).
+declared_option(M:N/A, Seen, O) :-
+    \+ memberchk(M:N/A, Seen),
+    functor(H, N, A),
+    clause(M:'$pred_option'(H, Decl, _, _), _),
+    (   Decl = pass_to(M2:N2/A2, _) -> declared_option(M2:N2/A2, [M:N/A|Seen], O)
+    ;   O = Decl
+    ).
+
+option_kind(O, Name, goal(Extra), _) :-
+    O =.. [Name, Type], callable_type(Type, Extra), !.
+option_kind(O, Name, hook, true) :- O =.. [Name, boolean], Name == portray, !.
+option_kind(O, Name, hook, portray) :- O =.. [Name, oneof(Values)], memberchk(portray, Values).
+
+callable_type(callable, 0).
+callable_type(callable+N, N).
+
+% Builtins that pass an options argument on to write_term/3 without a predicate_options declaration.
+undeclared_options(portray_clause, 3, 3).
+undeclared_options(print_term, 2, 2).       % library(pprint)
+
+:- derive_option_calls.
+
+% safe_options(+Options, -Safe): a write options list as it may run. A goal in an option is called
+% through lp_option_goal, which checks it as a goal from outside (both layers); portray(true) stays (it
+% calls user:portray/1, which no KB clause may define and no rule may assert: hooks.pl, safe_assert); the
+% other hook values (attributes(portray), blobs(portray) call modules' portray hooks) are refused.
+safe_options(Options, Options) :- var(Options), !.       % the builtin raises the instantiation error
+safe_options([], []) :- !.
+safe_options([O|Os], [S|Ss]) :- !, safe_option(O, S), safe_options(Os, Ss).
+safe_options(Options, Options).                          % not a list: the builtin raises its error
+
+safe_option(O, O) :- var(O), !, throw(error(instantiation_error, _)).
+safe_option(O, Safe) :-
+    compound(O), compound_name_arguments(O, Name, [Value]), option_call(Name, Kind, HookValue), !,
+    (   Kind = goal(Extra)
+    ->  (   var(Value) -> throw(error(instantiation_error, _)) ; true ),
+        Safe =.. [Name, user:lp_option_goal(Extra, Value)]
+    ;   Value \== HookValue -> Safe = O
+    ;   Name == portray -> Safe = O
+    ;   throw(refused(whitelist, O))
+    ).
+safe_option(O, O).
+
+% Options written out in full: what each calls is known now.
+settled_options(Options) :-
+    is_list(Options),
+    forall(member(O, Options), ( nonvar(O), \+ ( compound(O), O =.. [Name, V], option_call(Name, goal(_), _), var(V) ) )).
+
+% Printing from a KB rule goes to the current output, which is the engine's standard error while a goal
+% runs (engine.pl main/0; Python keeps only a bounded tail of it). These are not declared safe by
+% library(sandbox), which cannot know where the output goes; the write options are checked above.
+sandbox:safe_primitive(system:write(_)).
+sandbox:safe_primitive(system:writeln(_)).
+sandbox:safe_primitive(system:writeq(_)).
+sandbox:safe_primitive(system:print(_)).
+sandbox:safe_primitive(system:write_canonical(_)).
+sandbox:safe_primitive(system:write_term(_, _)).
+sandbox:safe_primitive(system:nl).
+sandbox:safe_primitive(system:tab(_)).
+sandbox:safe_primitive(system:put_char(_)).
+sandbox:safe_primitive(system:write_length(_, _, _)).   % writes nothing: measures
+
+% A builtin with write options, known only when it runs.
+user:lp_options(G) :-
+    functor(G, N, A), options_arg(N, A, I), !,
+    G =.. [_|Args0], nth1(I, Args0, Options, Rest), safe_options(Options, SafeOptions),
+    nth1(I, Args, SafeOptions, Rest), G1 =.. [N|Args],
+    sandbox_check(G),
+    call(kb:G1).
+
+% portray_goal(G) as it runs: G called with the term and the options, checked like a goal from outside.
+user:lp_option_goal(0, G) :- user:checked(G).
+user:lp_option_goal(1, C, A1) :- closure_call(C, [A1]).
+user:lp_option_goal(2, C, A1, A2) :- closure_call(C, [A1, A2]).
+
+% --- the engine's global variables ----------------------------------------------------------------
+% The engine keeps a few notes in global variables (engine_global/1). A KB rule may read global variables
+% (library(sandbox) allows nb_getval/2, b_getval/2, nb_current/2): those of the engine read as unset, as
+% in plain swipl, so no answer depends on the engine's state or the goal before.
+
+global_reader(nb_getval, 2).
+global_reader(b_getval, 2).
+global_reader(nb_current, 2).
+
+engine_global(lp_fired).
+engine_global(lp_nodes).
+engine_global(lp_table_limit).
+
+user:lp_global(G) :-
+    G =.. [N, Key, Value],
+    (   N == nb_current
+    ->  nb_current(Key, Value), \+ engine_global(Key)
+    ;   atom(Key), engine_global(Key)
+    ->  throw(error(existence_error(variable, Key), context(system:N/2, _)))
+    ;   call(G)
     ).
 
 % --- layer 2: library(sandbox) ----------------------------------------------------------------------
@@ -517,6 +667,11 @@ sandbox:safe_primitive(user:literal_assert(_, _, _)).
 sandbox:safe_primitive(user:lp_colon(_)).
 sandbox:safe_primitive(user:lp_format(_)).
 sandbox:safe_primitive(user:lp_limit_result(_)).
+sandbox:safe_primitive(user:lp_options(_)).
+sandbox:safe_primitive(user:lp_global(_)).
+sandbox:safe_primitive(user:lp_option_goal(_, _)).
+sandbox:safe_primitive(user:lp_option_goal(_, _, _)).
+sandbox:safe_primitive(user:lp_option_goal(_, _, _, _)).
 
 % allow_effects(+Indicators, -Allowed): the builtins a command allowed the KB's own rules (--allow),
 % declared safe to library(sandbox) through its own declaration check (a meta-predicate cannot be).

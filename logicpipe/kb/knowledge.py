@@ -48,6 +48,17 @@ class LoadMessage:
         return f"{self.file}:{self.line}: {self.kind}: {' '.join(text.split())}"
 
 
+def printable(text: str) -> str:
+    """Text as it can be written out: a byte that was not UTF-8 (argv's surrogate escape) as \\xff, a lone
+    surrogate (a model's \\ud800) as \\ud800."""
+    def one(c: str) -> str:
+        code = ord(c)
+        if 0xDC80 <= code <= 0xDCFF:
+            return f"\\x{code - 0xDC00:02x}"
+        return f"\\u{code:04x}" if 0xD800 <= code <= 0xDFFF else c
+    return "".join(map(one, text))
+
+
 def kb_files(path: Path) -> list[tuple[Path, str]]:
     """A KB is a .pl file, or a folder whose .pl files are loaded in name order."""
     if path.is_dir():
@@ -134,6 +145,11 @@ class KnowledgeBase:
     def read(self, text: str) -> list[Term]:
         """Goals as SWI-Prolog reads them with the KB's operators (each ended by '.', as `?-` queries are
         written; a last full stop may be left out); raises ProgramParseError with Prolog's own message."""
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:  # bytes that are not UTF-8 (argv, a model's \ud800 escape)
+            raise ProgramParseError(f"the goal is not valid UTF-8 text (at character {exc.start + 1})",
+                                    text=printable(text).strip()[:300]) from None
         source = text.strip().removeprefix("?-")
         if source.strip() and not re.search(r"\.\s*$", source):
             source += "."
@@ -188,6 +204,12 @@ class KnowledgeBase:
             # The engine stopped answering (and was replaced by a fresh one) or died: no verdict either way.
             limit = "time" if isinstance(exc, SolverTimeout) else None
             reply = {"status": UNKNOWN, "solutions": [], "truncated": False, "reason": str(exc), "limit": limit}
+        except ProgramExecutionError as exc:
+            # The engine failed on this goal (an error outside the goal's own search): this goal is unknown,
+            # and the next one runs on a fresh engine, whatever state this one was left in.
+            self.process.restart()
+            reply = {"status": UNKNOWN, "solutions": [], "truncated": False,
+                     "reason": f"the engine failed on this goal: {str(exc).splitlines()[0][:500]}", "limit": None}
         result: dict[str, Any] = {"goal": show(term, self.operators), "status": reply["status"],
                                   "proved": reply["status"] == PROVED, "solutions": reply["solutions"],
                                   "truncated": reply["truncated"]}

@@ -12,7 +12,6 @@ import secrets
 import selectors
 import shutil
 import subprocess
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,6 +30,14 @@ _OVERHEAD_MB = 1024
 # A jailed engine's CPU seconds (RLIMIT_CPU, a backstop behind each goal's own limits); it is replaced
 # before it has been busy for half of them, so a long batch never meets the limit mid-goal.
 CPU_SECONDS = 3600
+# What Python waits for a prove reply beyond the goal's time limit (which the engine holds for the search
+# and its trees together): for the reply to be written and read. Past it the engine is killed and
+# restarted (a long builtin, such as building an 800 MB atom, does not see Prolog's own time limit).
+GRACE_SECONDS = 2.0
+# Of what KB code prints to the engine's standard error, only the last this many bytes are kept.
+STDERR_KEPT = 64 * 1024
+# A reply line longer than this is an engine gone wrong (answers are cut far below it: render.py).
+MAX_REPLY_BYTES = 256 * 1024 * 1024
 # Goal trees deeper than this are cut (the answers are not: SWI-Prolog finds them natively); each level
 # is two levels of JSON, which Python's json module and pydantic read recursively.
 MAX_TREE_DEPTH = 64
@@ -113,7 +120,13 @@ class PrologProcess:
         self.files = files
         self.limits = limits
         self.allow = allow
-        self._stderr = tempfile.TemporaryFile()
+        # The engine's standard error is a pipe Python drains while it waits for a reply, keeping only its
+        # tail: KB code may print without end (46 MB in 3.5 s), and no file fills up.
+        read_end, write_end = os.pipe()
+        os.set_blocking(read_end, False)
+        self._stderr_read = read_end
+        self._stderr = os.fdopen(write_end, "wb")
+        self._stderr_tail = b""
         self._buffer = b""
         self._ready = False  # a process that never loaded is not restarted
         self.jail = jail.status()
@@ -265,9 +278,9 @@ class PrologProcess:
         request = {"op": "prove", "goal": goal, "depth": min(limits.depth, MAX_TREE_DEPTH),
                    "inferences": limits.inferences, "time": limits.seconds,
                    "max_solutions": limits.max_solutions, "percepts": percepts or []}
-        # Prolog enforces the time limit itself, once for the search, once per explained solution and
-        # once for a failed search's exploration; the grace covers a process that stops answering.
-        return self.request(request, limits.seconds * (limits.max_solutions + 2) + 10.0)
+        # Prolog holds the time limit itself, for the search and its trees together; the grace covers a
+        # process that stops answering (a long builtin), which is then replaced by a fresh one.
+        return self.request(request, limits.seconds + GRACE_SECONDS)
 
     @property
     def process(self) -> subprocess.Popen:
@@ -305,29 +318,52 @@ class PrologProcess:
         fd = stdout.fileno()
         with selectors.DefaultSelector() as selector:
             selector.register(fd, selectors.EVENT_READ)
+            selector.register(self._stderr_read, selectors.EVENT_READ)
             while True:
                 while b"\n" in self._buffer:
                     raw, self._buffer = self._buffer.split(b"\n", 1)
                     text = raw.decode("utf-8", "replace")
                     if text.startswith(self._mark):
+                        self._drain_stderr()
                         return text[len(self._mark):]
                 left = deadline - time.monotonic()
-                if left <= 0 or not selector.select(left):
+                ready = selector.select(left) if left > 0 else []
+                if not ready:
                     self._restart()
                     raise SolverTimeout("SWI-Prolog did not answer in time")
+                if any(key.fd == self._stderr_read for key, _ in ready):
+                    self._drain_stderr()
+                if not any(key.fd == fd for key, _ in ready):
+                    continue
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     message = self._last_error()
                     self._restart()
                     raise EngineExited(f"SWI-Prolog exited: {message}")
                 self._buffer += chunk
+                if len(self._buffer) > MAX_REPLY_BYTES:  # an engine writing without end is no reply
+                    self._restart()
+                    raise ProgramExecutionError(f"SWI-Prolog wrote more than {MAX_REPLY_BYTES} bytes without a reply")
+
+    def _drain_stderr(self) -> None:
+        while True:
+            try:
+                chunk = os.read(self._stderr_read, 1 << 20)
+            except BlockingIOError:
+                return
+            if not chunk:
+                return
+            self._stderr_tail = (self._stderr_tail + chunk)[-STDERR_KEPT:]
 
     def _last_error(self) -> str:
         # Only the end: what KB code printed may be hundreds of MB, and the last line is the engine's.
-        size = self._stderr.seek(0, os.SEEK_END)
-        self._stderr.seek(max(0, size - 4096))
-        lines = [line for line in self._stderr.read().decode("utf-8", "replace").splitlines() if line.strip()]
+        self._drain_stderr()
+        lines = [line for line in self._stderr_tail.decode("utf-8", "replace").splitlines() if line.strip()]
         return lines[-1][-1000:] if lines else f"exit status {self.process.poll()}"
+
+    def restart(self) -> None:
+        """Replace the engine by a freshly loaded one (after a request it could not answer)."""
+        self._restart()
 
     def _restart(self) -> None:
         """Replace a hung or dead process by a freshly loaded one (none while the first load runs)."""
@@ -354,6 +390,7 @@ class PrologProcess:
             except (OSError, subprocess.TimeoutExpired):
                 self._kill()
         self._stderr.close()
+        os.close(self._stderr_read)
 
     def __enter__(self) -> PrologProcess:
         return self

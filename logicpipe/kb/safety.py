@@ -33,6 +33,8 @@ PURE = {
     ("downcase_atom", 2), ("string_concat", 3), ("string_length", 2), ("string_lower", 2),
     ("string_upper", 2), ("sub_string", 5), ("string_chars", 2), ("number_string", 2), ("term_to_atom", 2),
     ("functor", 3), ("arg", 3), ("copy_term", 2), ("compare", 3), ("dif", 2),
+    ("atomic_list_concat", 2), ("atomic_list_concat", 3), ("split_string", 4), ("term_variables", 2),
+    ("=@=", 2),
 }
 
 
