@@ -12,6 +12,7 @@ import secrets
 import selectors
 import shutil
 import subprocess
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
