@@ -377,7 +377,7 @@ def compare(config: RunConfig, formalisms: str) -> None:
 
 
 @app.command()
-def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
+def explain(run_dir: Path = typer.Argument(..., help="a run folder, or a folder holding runs at any depth (the --out of run, compare, baseline or a kb batch)"),
             id: str = typer.Option(..., "--id", help="problem id"),
             dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several"),
             task: Optional[Path] = typer.Option(None, "--task", "-t", help="the task file of a --task run (default: the one run.json names)"),
@@ -392,7 +392,7 @@ def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out
 
 
 @app.command()
-def view(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
+def view(run_dir: Path = typer.Argument(..., help="a run folder, or a folder holding runs at any depth (the --out of run, compare, baseline or a kb batch)"),
          out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN/report.html)"),
          data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder, for problem texts"),
          task: Optional[Path] = typer.Option(None, "--task", "-t", help="task file of a --task run, for its problem texts (default: the one run.json names)"),
@@ -417,7 +417,7 @@ def view(run_dir: Path = typer.Argument(..., help="a run directory (the --out of
 
 
 @app.command()
-def failures(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
+def failures(run_dir: Path = typer.Argument(..., help="a run folder, or a folder holding runs at any depth (the --out of run, compare, baseline or a kb batch)"),
              category: Optional[str] = typer.Option(None, "--category", help="parse, execution, timeout, no_answer, llm or no_program"),
              dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="only this dataset")) -> None:
     """List failed problems with their one-line errors."""
@@ -435,13 +435,13 @@ def failures(run_dir: Path = typer.Argument(..., help="a run directory (the --ou
 
 
 @app.command()
-def status(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run, compare or baseline, or a kb batch)"),
+def status(run_dir: Path = typer.Argument(..., help="a run folder, or a folder holding runs at any depth (the --out of run, compare, baseline or a kb batch)"),
            dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="only this dataset's folders"),
            refresh: bool = typer.Option(False, "--refresh", help="ask the provider for the status of each batch not read yet (read-only)"),
            base_url: Optional[str] = typer.Option(None, "--base-url", help="the provider's API, for --refresh (default: the one each run recorded, else OPENAI_BASE_URL, else OpenAI's)"),
            llm_timeout: float = typer.Option(30.0, "--llm-timeout", min=0.1, max=3600.0, help="seconds each --refresh request may take"),
            as_json: bool = typer.Option(False, "--json", help="print JSON (one object per run folder) instead of tables")) -> None:
-    """Where a run stands: per run folder under RUN (up to 3 levels down), records per stage, finished or
+    """Where a run stands: per run folder at or below RUN (at any depth), records per stage, finished or
     not, and its provider batches (--batch) with those still out. Reads only: it can look at a run that
     is going on."""
     from .report import status as report
@@ -462,7 +462,7 @@ def status(run_dir: Path = typer.Argument(..., help="a run directory (the --out 
 
 
 @app.command()
-def export(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
+def export(run_dir: Path = typer.Argument(..., help="a run folder, or a folder holding runs at any depth (the --out of run, compare, baseline or a kb batch)"),
            programs: Path = typer.Option(..., "--programs", help="JSON file to write: the final programs in Logic-LM's format"),
            dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several")) -> None:
     """Write a run's final programs (after refinement) in Logic-LM's format, to share or replay with

@@ -1,6 +1,5 @@
-"""`logicpipe status RUN`: where a run stands, without touching it. Per run folder under RUN (the
-dataset folders of `run`, and those `compare` and `baseline` write a level deeper): the problems with
-records at each stage, whether the run finished (metrics.json; unknown for a kb batch, which writes
+"""`logicpipe status RUN`: where a run stands, without touching it. Per run folder at or below RUN (at any
+depth: stages/store.py, find_runs): the problems with records at each stage, whether the run finished (metrics.json; unknown for a kb batch, which writes
 none), and the batches it has at a provider (`--batch`): each one's id and status as last polled, what
 the ended ones gave, and what is still out. With `refresh`, the provider is asked for the status of each
 batch not read yet (read-only: nothing is written, and no lock is taken, so a run that is going on can
@@ -14,13 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import LLMError, UsageError
+from ..core.errors import LLMError
 from ..core.trajectory import Trajectory
 from ..llm.batchapi import read_record
-from ..runtime.folder import RUN_FILE
-from ..stages.store import METRICS_FILE, is_run_folder, of_dataset, read_recorded, runs_in
-
-DEPTH = 3  # how far below RUN run folders are looked for: compare's OUT/<formalism>/<dataset>/ is 2
+from ..stages.store import find_runs, read_recorded
 
 
 @dataclass
@@ -59,31 +55,7 @@ Refresher = Callable[[str | None], Refresh]  # the base URL a run recorded (None
 def run_status(run_dir: Path, dataset: str | None = None,
                refresh: Refresher | None = None) -> list[FolderStatus]:
     """The status of each run folder under `run_dir` (only `dataset`'s if given)."""
-    return [_folder(folder, label, refresh) for label, folder in run_folders(run_dir, dataset)]
-
-
-def run_folders(run_dir: Path, dataset: str | None = None) -> list[tuple[str, Path]]:
-    """Each run folder (one holding run.json or metrics.json) under `run_dir`, up to DEPTH levels down, with
-    its path relative to `run_dir`; `run_dir` alone when it is one. A run folder's own folders are not
-    looked into (its batches/ folder is no run). With `dataset`, only the folders of that name."""
-    runs_in(run_dir)
-    if is_run_folder(run_dir):
-        found = [(run_dir.name, run_dir)]
-    else:
-        found = []
-        level = [run_dir]
-        for _ in range(DEPTH):
-            below = [d for parent in level for d in sorted(parent.iterdir()) if d.is_dir()]
-            found += [(d.relative_to(run_dir).as_posix(), d) for d in below if is_run_folder(d)]
-            level = [d for d in below if not is_run_folder(d)]
-        found.sort()
-    if not found:
-        raise UsageError(f"{run_dir} holds no run records (no folder with {RUN_FILE} or {METRICS_FILE} in it "
-                         f"or up to {DEPTH} levels below)")
-    if dataset is None:
-        return found
-    keep = of_dataset(run_dir, [folder for _, folder in found], dataset)
-    return [(label, folder) for label, folder in found if folder in keep]
+    return [_folder(folder, label, refresh) for label, folder in find_runs(run_dir, dataset)]
 
 
 def recorded_base_url(identity: dict[str, Any]) -> str | None:

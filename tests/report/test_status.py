@@ -117,12 +117,15 @@ def test_status_finds_the_runs_of_compare_and_baseline_and_asks_each_its_provide
         assert fresh["lp/prontoqa"]["batches"][0]["status"] == "completed"
         assert fresh["baseline-cot/prontoqa"]["batches"][0]["status"] in ("validating", "in_progress")
         assert not fresh["lp/prontoqa"]["warnings"] and not fresh["baseline-cot/prontoqa"]["warnings"]
-    # Run folders are looked for up to 3 levels down, no further.
+    # Run folders are found at any depth (stages/store.py find_runs, the rule every command shares).
     (tmp_path / "deep" / "a").mkdir(parents=True)
     (out / "lp").rename(tmp_path / "deep" / "a" / "lp")
     [folder] = json.loads(status(str(tmp_path / "deep"), "--json"))
     assert folder["label"] == "a/lp/prontoqa" and folder["pending"] == 1
     (tmp_path / "deeper").mkdir()
     (tmp_path / "deep").rename(tmp_path / "deeper" / "deep")
-    done = cli("status", str(tmp_path / "deeper"))
+    [folder] = json.loads(status(str(tmp_path / "deeper"), "--json"))
+    assert folder["label"] == "deep/a/lp/prontoqa" and folder["pending"] == 1
+    (tmp_path / "empty" / "a" / "b" / "c").mkdir(parents=True)
+    done = cli("status", str(tmp_path / "empty"))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "holds no run records" in done.stderr
