@@ -499,10 +499,13 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
     with bar:
         result = reproduce_all(out, data_dir, workers, update, llm=llm, limit=limit, label=label,
                                overwrite=overwrite)
-    for table in ("table3.md", "table2.md", "logicbench.md"):
-        stdout.print((out / table).read_text(), markup=False, highlight=False, soft_wrap=True)
+    for table in ("table3", "table2", "logicbench"):
+        if table in result["made"]:
+            stdout.print((out / f"{table}.md").read_text(), markup=False, highlight=False, soft_wrap=True)
+    for table, why in result["missed"].items():
+        console.print(f"not made: {table} ({why})", markup=False, highlight=False, soft_wrap=True)
     stdout.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "
-                 f"tables and chart in {out}")
+                 f"{', '.join(result['made'])} in {out}")
 
 
 @app.command("optimize")

@@ -236,18 +236,41 @@ def reproduce(out: Path, data_dir: Path | None = None, workers: int = 2, progres
               label: Label = _silent, overwrite: bool = False) -> dict:
     """Replay the released programs (Table 3, Table 2's Logic-LM rows) and our LogicBench programs (the
     LogicBench table); with `llm` (a RunConfig naming a model) also run the Standard and CoT baselines for
-    Table 2. `overwrite` starts each run afresh."""
+    Table 2. `overwrite` starts each run afresh. Every table whose data is there is written: "made" names
+    them, "missed" each one that could not be made with why; none made is a DataError."""
     start = time.monotonic()
-    # Everything is computed before the first table is written: a failure leaves earlier tables as they were.
-    rows = replay_all(out, data_dir, workers, models, progress, limit, label, overwrite)
+    # Each table is made from the data there is: one missing dataset (offline, no download cached) costs
+    # its own tables, named with the reason, and no other. What is computed is computed before the first
+    # table is written: a failure leaves the earlier tables as they were.
+    missed: dict[str, str] = {}
+    try:
+        rows = replay_all(out, data_dir, workers, models, progress, limit, label, overwrite)
+    except DataError as exc:
+        rows = []
+        for name in ("table3", "table2", "accuracy.png"):
+            missed[name] = f"Logic-LM's data or programs: {exc}"
     baselines = run_baselines(out, llm, data_dir, limit, progress, overwrite) if llm is not None else {}
-    logicbench = replay_logicbench(out, workers, progress, label, overwrite)
-    write_table(table3(rows), out / "table3", "Logic-LM Table 3 reproduced: execution rate and accuracy of executed "
-                "programs (the *_logiclm columns count as executed what Logic-LM's code does, and are compared "
-                "with the paper; exe_rate and exe_acc are logicpipe's own)")
-    write_table(table2(rows, baselines), out / "table2", "Logic-LM Table 2 reproduced: accuracy")
-    write_table(logicbench, out / "logicbench", "LogicBench: our own programs replayed, per logic type (questions "
-                "is every question of the type; those without a program are no_program records)")
-    chart(rows, out / "accuracy.png", limit)
+    try:
+        logicbench = replay_logicbench(out, workers, progress, label, overwrite)
+    except DataError as exc:
+        logicbench = []
+        missed["logicbench"] = f"LogicBench's data: {exc}"
+    if len(missed) == 4 and not baselines:
+        raise DataError("no table could be made: " + "; ".join(f"{name}: {why}" for name, why in missed.items()))
+    made = []
+    if rows:
+        write_table(table3(rows), out / "table3", "Logic-LM Table 3 reproduced: execution rate and accuracy of "
+                    "executed programs (the *_logiclm columns count as executed what Logic-LM's code does, and are "
+                    "compared with the paper; exe_rate and exe_acc are logicpipe's own)")
+        chart(rows, out / "accuracy.png", limit)
+        made += ["table3", "accuracy.png"]
+    if rows or baselines:
+        write_table(table2(rows, baselines), out / "table2", "Logic-LM Table 2 reproduced: accuracy")
+        made.append("table2")
+        missed.pop("table2", None)
+    if "logicbench" not in missed:
+        write_table(logicbench, out / "logicbench", "LogicBench: our own programs replayed, per logic type "
+                    "(questions is every question of the type; those without a program are no_program records)")
+        made.append("logicbench")
     return {"rows": rows, "baselines": {"/".join(k): v for k, v in baselines.items()}, "logicbench": logicbench,
-            "seconds": round(time.monotonic() - start, 1)}
+            "made": made, "missed": missed, "seconds": round(time.monotonic() - start, 1)}
