@@ -368,8 +368,7 @@ def compare(config: RunConfig, formalisms: str) -> None:
     for column in ("formalism", "problems", "parse rate", "Exe_Rate", "Exe_Acc", "accuracy"):
         table.add_column(column, no_wrap=True)
     for row in rows:
-        table.add_row(row.formalism, str(row.problems), f"{row.parse_rate:.1f}", f"{row.exe_rate:.1f}",
-                      f"{row.exe_acc:.1f}", f"{row.accuracy:.1f}")
+        table.add_row(*row.cells())
     stdout.print(table, markup=False, highlight=False)
     written = write_table(config.out, config.spec.key, rows)
     stdout.print(f"table: {written}; runs: {', '.join(str(row.folder) for row in rows)}", markup=False,

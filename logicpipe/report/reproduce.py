@@ -206,13 +206,13 @@ def chart(rows: list[dict], path: Path, limit: int | None = None) -> None:
         xs = list(range(len(names)))
         for row_index, (ours_key, table, paper_key, ylabel) in enumerate(panels):
             axis = axes[row_index][column]
-            ours = [r[ours_key] for r in mine]
+            ours = [r[ours_key] for r in mine]  # None: undefined (nothing executed), drawn as no bar
             theirs = [published[table].get(model, {}).get(n, {}).get(paper_key) for n in names]
-            axis.bar([x - 0.2 for x in xs], ours, width=0.4, label="logicpipe (replay)", color="#2b6cb0")
+            axis.bar([x - 0.2 for x in xs], [o or 0 for o in ours], width=0.4, label="logicpipe (replay)", color="#2b6cb0")
             axis.bar([x + 0.2 for x in xs], [t or 0 for t in theirs], width=0.4, label="Logic-LM paper",
                      color="#a0aec0")
             for x, value in zip(xs, ours):
-                axis.text(x - 0.2, value + 1, f"{value:.1f}", ha="center", fontsize=7)
+                axis.text(x - 0.2, (value or 0) + 1, "–" if value is None else f"{value:.1f}", ha="center", fontsize=7)
             for x, value in zip(xs, theirs):
                 axis.text(x + 0.2, (value or 0) + 1, "n/a" if value is None else f"{value:.1f}", ha="center",
                           fontsize=7, color="#4a5568")

@@ -42,6 +42,8 @@ class FolderStatus:
     accuracy: float | None
     batches: list[Batch] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    tokens: int | None = None  # prompt and completion tokens of the model calls recorded so far; None: none
+    cost: float | None = None  # what the run cost (metrics.json, with prices); None: unknown
 
     @property
     def pending(self) -> list[Batch]:
@@ -76,10 +78,12 @@ def _folder(folder: Path, label: str, refresher: Refresher | None) -> FolderStat
     recorded = read_recorded(folder, warnings)
     kb = "kb" in recorded.identity  # a kb batch (kb ask --questions, kb validate --answers): one stage file
     if kb:
-        stages = _kb_records(folder, recorded.identity.get("stages", {}), warnings)
+        stages, tokens = _kb_records(folder, recorded.identity.get("stages", {}), warnings)
         problems = max(stages.values(), default=0)
     else:
         stages, problems = _stage_records(recorded.trajectories), recorded.total
+        used = [u for u in (t.usage() for t in recorded.trajectories) if u is not None]
+        tokens = sum(u.prompt_tokens + u.completion_tokens for u in used) if used else None
     batches = [Batch(id=b["id"], status=b.get("status", "?"), lines=b.get("lines", 0), created=b.get("created", 0.0),
                      read=bool(b["read"]), stored=b.get("stored"), failed=b.get("failed"),
                      unfinished=b.get("unfinished")) for b in read_record(folder)]
@@ -94,7 +98,7 @@ def _folder(folder: Path, label: str, refresher: Refresher | None) -> FolderStat
     metrics = recorded.metrics
     finished = None if kb else bool(metrics)  # a kb batch writes no metrics.json
     return FolderStatus(folder.name, label, str(folder), problems, dict(sorted(stages.items(), key=_order)),
-                        finished, metrics.get("accuracy"), batches, warnings)
+                        finished, metrics.get("accuracy"), batches, warnings, tokens, metrics.get("cost"))
 
 
 def _stage_records(trajectories: list[Trajectory]) -> dict[str, int]:
@@ -108,8 +112,9 @@ def _stage_records(trajectories: list[Trajectory]) -> dict[str, int]:
     return dict(stages)
 
 
-def _kb_records(folder: Path, stages: dict, warnings: list[str]) -> dict[str, int]:
-    """Inputs with a record in a kb batch's stage file, read as the kb commands read it."""
+def _kb_records(folder: Path, stages: dict, warnings: list[str]) -> tuple[dict[str, int], int | None]:
+    """Inputs with a record in a kb batch's stage file, read as the kb commands read it, and the tokens
+    their model calls used (None: none)."""
     from ..kb.ask import AskRecord
     from ..kb.flow import KBRecord
     from ..kb.validate import ValidateRecord
@@ -118,7 +123,10 @@ def _kb_records(folder: Path, stages: dict, warnings: list[str]) -> dict[str, in
     models: dict[str, type[KBRecord]] = {"ask": AskRecord, "validate": ValidateRecord}
     store = RunFolder(folder, warnings=warnings)  # opened without `with`: it only reads
     try:
-        return {name: len(store.file(name, model).done) for name, model in models.items() if name in stages}
+        done = {name: store.file(name, model).done for name, model in models.items() if name in stages}
+        used = [r.usage for records in done.values() for r in records.values() if r.usage.calls]
+        tokens = sum(u.prompt_tokens + u.completion_tokens for u in used) if used else None
+        return {name: len(records) for name, records in done.items()}, tokens
     finally:
         store.close()
 

@@ -85,7 +85,9 @@ def test_status_of_a_kb_batch_counts_its_records_and_its_batches(tmp_path):
     # A kb batch writes no metrics.json: whether it finished is not known, and the text says only its records.
     assert folder["finished"] is None
     [line] = [line for line in status(str(out)).splitlines() if line.startswith("kb:")]
-    assert line == "kb: 3 problems with records (ask 3)"
+    used = [json.loads(record)["usage"] for record in (out / "ask.jsonl").read_text().splitlines()]
+    tokens = sum(u["prompt_tokens"] + u["completion_tokens"] for u in used)
+    assert line == f"kb: 3 problems with records (ask 3); {tokens:,} tokens" and folder["tokens"] == tokens
 
 
 def test_status_finds_the_runs_of_compare_and_baseline_and_asks_each_its_provider(data_dir, tmp_path):

@@ -42,7 +42,13 @@ def _row(label: str, record: dict, question: str, predicted: str | None, rounds:
             "backup": None, "correct": None, "executed": error is None and bool(rounds),
             "category": error.get("category") if error else None,
             "message": str(error.get("message", "")) if error else "", "refinements": 0, "rounds": rounds,
-            "tokens": (record.get("usage") or {}).get("total_tokens")}
+            "tokens": _tokens(record.get("usage")), "cost": None}
+
+
+def _tokens(usage: Any) -> int | None:
+    if not isinstance(usage, dict) or not usage.get("calls"):
+        return None
+    return int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0))
 
 
 def _ask(label: str, record: dict) -> dict:

@@ -140,6 +140,9 @@ def _problem(dataset: str, trajectory: Trajectory, text: dict) -> dict:
         "message": str(error.get("message", "")) if error else "",
         "refinements": len(history) - 1,
         "rounds": history,
+        # The problem's model calls, every stage's, and what they cost at the run's prices (None: unknown).
+        "tokens": evaluated.get("tokens"),
+        "cost": evaluated.get("cost"),
     }
 
 

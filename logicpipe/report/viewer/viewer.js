@@ -214,7 +214,9 @@
     detail.append(el("h3", null, p.dataset + " / " + p.id));
     detail.append(field("gold", p.gold), field("predicted", p.predicted), field("final", p.final),
       field("correct", p.correct === true ? "yes" : p.correct === false ? "no" : "unknown"),
-      p.backup ? field("backup", p.backup) : "");
+      p.backup ? field("backup", p.backup) : "",
+      p.tokens !== null && p.tokens !== undefined ? field("tokens", p.tokens.toLocaleString("en")) : "",
+      p.cost !== null && p.cost !== undefined ? field("cost", "$" + p.cost) : "");
     if (p.gold_program) {  // a run held against the dataset's gold programs (gold_agreement.jsonl)
       const g = p.gold_program;
       detail.append(field("gold program's verdict", g.verdict === null ? "none (" + text(g.error) + ")" : g.verdict),
