@@ -439,8 +439,12 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
                        + (f"\n    {claim.reason}" if claim.reason else ""))
             if claim.proof and claim.verdict == "true":
                 typer.echo("\n".join("    " + line for line in text_tree(claim.proof)))
-        typer.echo(f"valid: {'yes' if record.valid else 'no'}"
-                   + (f" ({record.error.message})" if record.error else ""))
+        # A reply that could not be read (or a request that failed) checked no claim: that is no verdict
+        # on the answer, unlike a claim the KB does not derive.
+        typer.echo(f"valid: unknown (no claim was checked: {record.error.message})" if record.error
+                   else f"valid: {'yes' if record.valid else 'no'}")
+    if record.error is not None:
+        sys.exit(3)
     if not record.valid:
         sys.exit(1)
 
