@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import os
 import sys
@@ -17,7 +18,8 @@ from rich.console import Console
 from typer.exceptions import TyperException
 
 from . import __version__
-from .core.errors import DataError, LogicPipeError, PrerequisiteError, RunStopped
+from .core.errors import DataError, LogicPipeError, Paused, PrerequisiteError, RunStopped
+from .core.words import counted
 from .kb.cli import kb_app
 from .stages.config import STAGES, RunConfig, invalid_options
 from .typer_app import App
@@ -156,12 +158,16 @@ _USES = {
     "refine": _WHERE | _SOLVER | _LLM | {"max_rounds", "refine_model", "refine", "constrain", "constrain_format"},
     "interpret": _WHERE | _LLM | {"backup", "seed"},  # the model answers by chain of thought for --backup cot
     "evaluate": _WHERE,  # metrics.json names the backup interpret used, from run.json
-    "baseline": _WHERE | _LLM,
+    "baseline": (_WHERE - {"formalism"}) | _LLM,  # the model answers directly: no program, no formalism
     "audit": (_WHERE - {"formalism"}) | _SOLVER,  # the gold programs' replay: no model, FOL only
     # One run per formalism: every run option but the one formalism and a replay file (of one formalism).
     "compare": (_WHERE - {"formalism"}) | _SOLVER | _LLM | {"num_samples", "constrain", "constrain_format", "max_rounds",
                                                          "refine_model", "refine", "backup", "seed"},
 }
+
+
+# Where a command uses an option otherwise than `run` does, its own help.
+_HELP = {"baseline": {"model": "model that answers each question directly (OpenAI-compatible)"}}
 
 
 # The run options as typer reads them, resolved once for every command that takes some (their string
@@ -176,6 +182,11 @@ def _command(name: str, extra: list[inspect.Parameter] | None = None):
         uses = _USES.get(name)
         shown = [p for p in _EVERY if uses is None or p.name in uses]
         defaults = {p.name: p.default.default for p in _EVERY if p not in shown}
+        for option, text in _HELP.get(name, {}).items():
+            at = next(i for i, p in enumerate(shown) if p.name == option)
+            info = copy.copy(shown[at].default)
+            info.help = text
+            shown[at] = shown[at].replace(default=info)
 
         def command(**values):
             extras = {p.name: values.pop(p.name) for p in extra or []}
@@ -425,7 +436,7 @@ def failures(run_dir: Path = typer.Argument(..., help="a run folder, or a folder
     from .report.viewer import failed_problems
 
     rows = failed_problems(run_dir, category, dataset)
-    table = Table(title=f"{len(rows)} failed problems in {run_dir}")
+    table = Table(title=f"{counted(len(rows), 'failed problem')} in {run_dir}")
     for column in ("id", "dataset", "category", "message"):
         table.add_column(column, no_wrap=True, overflow="ellipsis")
     for row in rows:
@@ -487,6 +498,7 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
     """Replay every released Logic-LM program file and our own LogicBench programs; write table3, table2 and
     logicbench (.md, .csv, .json) and accuracy.png."""
     from .report.reproduce import reproduce as reproduce_all
+    from .report.reproduce import unmade
 
     # The dataset is replaced per baseline run; RunConfig's defaults are the run options' defaults.
     llm = RunConfig(dataset="folio", model=model, base_url=base_url, max_concurrency=max_concurrency) if model else None
@@ -501,8 +513,8 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
     for table in ("table3", "table2", "logicbench"):
         if table in result["made"]:
             stdout.print((out / f"{table}.md").read_text(), markup=False, highlight=False, soft_wrap=True)
-    for table, why in result["missed"].items():
-        console.print(f"not made: {table} ({why})", markup=False, highlight=False, soft_wrap=True)
+    for line in unmade(result["missed"]):
+        console.print(f"not made: {line}", markup=False, highlight=False, soft_wrap=True)
     stdout.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "
                  f"{', '.join(result['made'])} in {out}")
 
@@ -653,7 +665,7 @@ def serve_scripted(programs: Optional[Path] = typer.Option(None, "--programs", h
         except KeyboardInterrupt:
             pass
     refused = f", refused {server.rate_limited} over --max-in-flight" if max_in_flight else ""
-    batches = f", and {len(server.batches)} batches of the batch API" if server.batches else ""
+    batches = f", and {counted(len(server.batches), 'batch')} of the batch API" if server.batches else ""
     console.print(f"answered {len(server.requests)} requests{refused}{batches}", markup=False, highlight=False)
 
 
@@ -722,6 +734,9 @@ def main(argv: list[str] | None = None) -> None:
     except PrerequisiteError as exc:
         _fail(exc)
         sys.exit(3)
+    except Paused as exc:  # --batch-export wrote its requests: expected, so no `error:` line
+        print(f"paused: {exc}", file=sys.stderr)
+        sys.exit(4)
     except RunStopped as exc:
         _fail(exc)
         sys.exit(4)

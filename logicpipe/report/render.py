@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.records import SolveRecord
+from ..core.words import counted
 
 if TYPE_CHECKING:  # what an explanation needs is loaded with it: a run's summary needs none of it
     from .explain import Explained
@@ -140,6 +141,10 @@ def render_explanation(console: Console, explained: Explained) -> None:
     record, problem, scored = explained.solve, explained.problem, explained.evaluated
     console.print(f"{record.id} ({record.dataset}, solver {record.solver})", markup=False, highlight=False)
     if problem is not None:
+        if problem.context:  # the premises the program was written from
+            _plain(console, "context:")
+            for line in problem.context.strip().splitlines():
+                _plain(console, f"  {line}")
         _plain(console, f"question: {problem.question}")
         for option in problem.options:
             _plain(console, f"  {option}")
@@ -249,12 +254,12 @@ def render_status(console: Console, folders: list) -> None:
                 else "; finished" if folder.finished else "; not finished")
         spent = "" if folder.tokens is None else f"; {folder.tokens:,} tokens" + (
             f", cost {money(folder.cost)}" if folder.cost is not None else "")
-        _plain(console, f"{folder.label}: {folder.problems} problems with records ({stages}){done}{spent}")
+        _plain(console, f"{folder.label}: {counted(folder.problems, 'problem')} with records ({stages}){done}{spent}")
         for warning in folder.warnings:
             _plain(console, f"warning: {warning}")
         if not folder.batches:
             continue
-        table = Table(title=f"{len(folder.batches)} batches, {len(folder.pending)} not read yet")
+        table = Table(title=f"{counted(len(folder.batches), 'batch')}, {len(folder.pending)} not read yet")
         for column in ("batch", "status", "lines", "submitted", "replies stored", "failed", "never ran"):
             table.add_column(column, justify="right" if column in ("lines", "replies stored", "failed", "never ran")
                              else "left")
@@ -264,5 +269,5 @@ def render_status(console: Console, folders: list) -> None:
             table.add_row(batch.id or "-", batch.status, str(batch.lines), when, *numbers)
         console.print(table)
         if folder.pending:
-            _plain(console, f"{len(folder.pending)} batches not read yet: a run going on polls them; else re-run the "
+            _plain(console, f"{counted(len(folder.pending), 'batch')} not read yet: a run going on polls them; else re-run the "
                    "command that made them, with --batch, to read them (nothing is submitted twice)")

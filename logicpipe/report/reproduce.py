@@ -76,9 +76,11 @@ def replay_logicbench(out: Path, workers: int = 2, progress: Progress = quiet, l
                       overwrite: bool = False) -> list[dict]:
     """Replay each of our LogicBench program files over every question of each logic type it has programs
     for (never --limit: these runs take seconds); one row of coverage and execution per file and type."""
-    from ..data import index_programs
+    from ..data import get_dataset, index_programs, load_problems
     from ..data.logicbench import LOGIC_TYPES, group
 
+    for task in dict.fromkeys(task for task, _, _ in LOGICBENCH_REPLAYS):
+        load_problems(get_dataset(task), "eval")  # LogicBench's data is there (or downloads) before a file is named
     rows = []
     for task, formalism, name in LOGICBENCH_REPLAYS:
         path = LOGICBENCH_PROGRAMS / name
@@ -231,6 +233,14 @@ def chart(rows: list[dict], path: Path, limit: int | None = None) -> None:
     plt.close(fig)
 
 
+def unmade(missed: dict[str, str]) -> list[str]:
+    """The tables not made, those with the same reason together: "table3, table2: why"."""
+    reasons: dict[str, list[str]] = {}
+    for name, why in missed.items():
+        reasons.setdefault(why, []).append(name)
+    return [f"{', '.join(names)}: {why}" for why, names in reasons.items()]
+
+
 def reproduce(out: Path, data_dir: Path | None = None, workers: int = 2, progress: Progress = quiet,
               models: tuple[str, ...] = MODELS, llm: RunConfig | None = None, limit: int | None = None,
               label: Label = _silent, overwrite: bool = False) -> dict:
@@ -256,7 +266,7 @@ def reproduce(out: Path, data_dir: Path | None = None, workers: int = 2, progres
         logicbench = []
         missed["logicbench"] = f"LogicBench's data: {exc}"
     if len(missed) == 4 and not baselines:
-        raise DataError("no table could be made: " + "; ".join(f"{name}: {why}" for name, why in missed.items()))
+        raise DataError(f"no table could be made: {'; '.join(unmade(missed))}")
     made = []
     if rows:
         write_table(table3(rows), out / "table3", "Logic-LM Table 3 reproduced: execution rate and accuracy of "

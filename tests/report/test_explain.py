@@ -22,7 +22,9 @@ def test_explain_shows_problem_gold_prediction_and_the_refuted_query(tmp_path):
     done = cli("explain", str(tmp_path), "--id", "c2", "--task", str(FILES / "cats.yaml"))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[:6] == ["c2 (cats, solver lp)", "question: Is the following true? Tom is a dog.",
+    # The premises first: what the program was written from (issue 49: explain did not show them).
+    assert lines[:9] == ["c2 (cats, solver lp)", "context:", "  Tom is a cat.", "  No cat is a dog.",
+                         "question: Is the following true? Tom is a dog.",
                          "  A) True", "  B) False", "  C) Unknown", "gold: B   predicted: B   right"]
     assert "query Dog(Tom, True) is refuted: its negation is derived" in lines
     unknown = cli("explain", str(tmp_path), "--id", "c3", "--task", str(FILES / "cats.yaml")).stdout

@@ -126,11 +126,12 @@ def test_reproduce_writes_the_tables_it_has_data_for_and_names_the_others(data_d
     done = cli("reproduce", "--out", str(out), "--limit", "3", env=_offline(tmp_path, data))
     assert done.returncode == 0, done.stderr
     assert [line for line in done.stderr.splitlines() if line.startswith("not made:")] == \
-        [next(line for line in done.stderr.splitlines() if line.startswith("not made: logicbench (LogicBench's data: "))]
+        [next(line for line in done.stderr.splitlines() if line.startswith("not made: logicbench: LogicBench's data: "))]
     assert "| prontoqa | gpt-4 | 3 |" in (out / "table3.md").read_text() and (out / "table2.md").exists()
     assert (out / "accuracy.png").exists() and not (out / "logicbench.md").exists()
     # No program file either: no table can be made, one line, non-zero.
     (data / "programs" / "ProntoQA_dev_gpt-4.json").unlink()
     done = cli("reproduce", "--out", str(tmp_path / "none"), "--limit", "3", env=_offline(tmp_path, data))
     [error] = [line for line in done.stderr.splitlines() if not line.startswith("replaying ")]
-    assert done.returncode == 2 and error.startswith("error: no table could be made: table3: ") and "logicbench: " in error
+    assert done.returncode == 2 and "; logicbench: LogicBench's data: " in error
+    assert error.startswith("error: no table could be made: table3, table2, accuracy.png: Logic-LM's data or programs: ")

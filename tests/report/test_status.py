@@ -33,7 +33,7 @@ def test_status_shows_the_batches_still_out_and_then_the_finished_run(data_dir, 
         [itself] = json.loads(status(str(run_dir / "prontoqa"), "--json"))
         assert itself["dataset"] == "prontoqa" and itself["pending"] == 1
         shown = status(str(run_dir))
-        assert out["id"] in shown and "1 batches not read yet: a run going on polls them; else re-run" in shown
+        assert out["id"] in shown and "1 batch not read yet: a run going on polls them; else re-run" in shown
         # --refresh asks the provider, and writes nothing.
         before = (run_dir / "prontoqa" / "batches.json").read_text()
         fake.batch_delay = 0.1
