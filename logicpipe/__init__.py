@@ -9,12 +9,12 @@ from .core.lazy import lazy_names
 
 __version__ = "0.2.0"
 
+_ERRORS = ("DataError", "LLMError", "LogicPipeError", "PrerequisiteError", "ProgramExecutionError",
+           "ProgramParseError", "RunStopped", "UsageError")
 _PUBLIC = {
-    "DataError": "errors", "LLMError": "errors", "LogicPipeError": "errors", "PrerequisiteError": "errors",
-    "ProgramExecutionError": "errors", "ProgramParseError": "errors", "RunStopped": "errors",
-    "UsageError": "errors", "all_datasets": "data", "get_dataset": "data", "load_problems": "data",
-    "get_solver": "solvers", "RunConfig": "stages", "RunReport": "stages", "baseline": "stages",
-    "run": "stages", "run_stages": "stages",
+    **dict.fromkeys(_ERRORS, "core.errors"), "all_datasets": "data", "get_dataset": "data",
+    "load_problems": "data", "get_solver": "solvers", "RunConfig": "stages", "RunReport": "stages",
+    "baseline": "stages", "run": "stages", "run_stages": "stages",
 }
 __all__ = sorted(_PUBLIC)
 

@@ -1,10 +1,9 @@
 """The `logicpipe` command and `python -m logicpipe`.
 
-This module stays tiny, for two reasons. Every solver worker imports the main module when it starts
-(logicpipe/runtime/pool.py says why), so whatever this imports, each worker pays for again. And a command
-that solves starts the solver fork server before anything else is imported, so that the server is
-ready (logicpipe/runtime/ready.py) by the time this process has loaded the command line; each worker then
-loads its own solver while the command reads its problems and records."""
+This module stays tiny: a command that solves starts the solver fork server before anything else is
+imported, so that the server is ready (logicpipe/runtime/ready.py) by the time this process has loaded
+the command line; each worker then loads its own solver while the command reads its problems and
+records. No worker runs this module (logicpipe/runtime/pool.py, _Popen, says why)."""
 
 from __future__ import annotations
 

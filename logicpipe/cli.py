@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import inspect
 import os
 import sys
@@ -17,7 +18,8 @@ from rich.console import Console
 from typer.exceptions import TyperException
 
 from . import __version__
-from .core.errors import DataError, LogicPipeError, PrerequisiteError, RunStopped
+from .core.errors import DataError, LogicPipeError, Paused, PrerequisiteError, RunStopped
+from .core.words import counted
 from .kb.cli import kb_app
 from .stages.config import STAGES, RunConfig, invalid_options
 from .typer_app import App
@@ -156,12 +158,16 @@ _USES = {
     "refine": _WHERE | _SOLVER | _LLM | {"max_rounds", "refine_model", "refine", "constrain", "constrain_format"},
     "interpret": _WHERE | _LLM | {"backup", "seed"},  # the model answers by chain of thought for --backup cot
     "evaluate": _WHERE,  # metrics.json names the backup interpret used, from run.json
-    "baseline": _WHERE | _LLM,
+    "baseline": (_WHERE - {"formalism"}) | _LLM,  # the model answers directly: no program, no formalism
     "audit": (_WHERE - {"formalism"}) | _SOLVER,  # the gold programs' replay: no model, FOL only
     # One run per formalism: every run option but the one formalism and a replay file (of one formalism).
     "compare": (_WHERE - {"formalism"}) | _SOLVER | _LLM | {"num_samples", "constrain", "constrain_format", "max_rounds",
                                                          "refine_model", "refine", "backup", "seed"},
 }
+
+
+# Where a command uses an option otherwise than `run` does, its own help.
+_HELP = {"baseline": {"model": "model that answers each question directly (OpenAI-compatible)"}}
 
 
 # The run options as typer reads them, resolved once for every command that takes some (their string
@@ -176,6 +182,11 @@ def _command(name: str, extra: list[inspect.Parameter] | None = None):
         uses = _USES.get(name)
         shown = [p for p in _EVERY if uses is None or p.name in uses]
         defaults = {p.name: p.default.default for p in _EVERY if p not in shown}
+        for option, text in _HELP.get(name, {}).items():
+            at = next(i for i, p in enumerate(shown) if p.name == option)
+            info = copy.copy(shown[at].default)
+            info.help = text
+            shown[at] = shown[at].replace(default=info)
 
         def command(**values):
             extras = {p.name: values.pop(p.name) for p in extra or []}
@@ -368,8 +379,7 @@ def compare(config: RunConfig, formalisms: str) -> None:
     for column in ("formalism", "problems", "parse rate", "Exe_Rate", "Exe_Acc", "accuracy"):
         table.add_column(column, no_wrap=True)
     for row in rows:
-        table.add_row(row.formalism, str(row.problems), f"{row.parse_rate:.1f}", f"{row.exe_rate:.1f}",
-                      f"{row.exe_acc:.1f}", f"{row.accuracy:.1f}")
+        table.add_row(*row.cells())
     stdout.print(table, markup=False, highlight=False)
     written = write_table(config.out, config.spec.key, rows)
     stdout.print(f"table: {written}; runs: {', '.join(str(row.folder) for row in rows)}", markup=False,
@@ -377,7 +387,7 @@ def compare(config: RunConfig, formalisms: str) -> None:
 
 
 @app.command()
-def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
+def explain(run_dir: Path = typer.Argument(..., help="a run folder, or a folder holding runs at any depth (the --out of run, compare, baseline or a kb batch)"),
             id: str = typer.Option(..., "--id", help="problem id"),
             dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several"),
             task: Optional[Path] = typer.Option(None, "--task", "-t", help="the task file of a --task run (default: the one run.json names)"),
@@ -392,7 +402,7 @@ def explain(run_dir: Path = typer.Argument(..., help="a run directory (the --out
 
 
 @app.command()
-def view(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
+def view(run_dir: Path = typer.Argument(..., help="a run folder, or a folder holding runs at any depth (the --out of run, compare, baseline or a kb batch)"),
          out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN/report.html)"),
          data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder, for problem texts"),
          task: Optional[Path] = typer.Option(None, "--task", "-t", help="task file of a --task run, for its problem texts (default: the one run.json names)"),
@@ -417,7 +427,7 @@ def view(run_dir: Path = typer.Argument(..., help="a run directory (the --out of
 
 
 @app.command()
-def failures(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
+def failures(run_dir: Path = typer.Argument(..., help="a run folder, or a folder holding runs at any depth (the --out of run, compare, baseline or a kb batch)"),
              category: Optional[str] = typer.Option(None, "--category", help="parse, execution, timeout, no_answer, llm or no_program"),
              dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="only this dataset")) -> None:
     """List failed problems with their one-line errors."""
@@ -426,7 +436,7 @@ def failures(run_dir: Path = typer.Argument(..., help="a run directory (the --ou
     from .report.viewer import failed_problems
 
     rows = failed_problems(run_dir, category, dataset)
-    table = Table(title=f"{len(rows)} failed problems in {run_dir}")
+    table = Table(title=f"{counted(len(rows), 'failed problem')} in {run_dir}")
     for column in ("id", "dataset", "category", "message"):
         table.add_column(column, no_wrap=True, overflow="ellipsis")
     for row in rows:
@@ -435,13 +445,13 @@ def failures(run_dir: Path = typer.Argument(..., help="a run directory (the --ou
 
 
 @app.command()
-def status(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run, compare or baseline, or a kb batch)"),
+def status(run_dir: Path = typer.Argument(..., help="a run folder, or a folder holding runs at any depth (the --out of run, compare, baseline or a kb batch)"),
            dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="only this dataset's folders"),
            refresh: bool = typer.Option(False, "--refresh", help="ask the provider for the status of each batch not read yet (read-only)"),
            base_url: Optional[str] = typer.Option(None, "--base-url", help="the provider's API, for --refresh (default: the one each run recorded, else OPENAI_BASE_URL, else OpenAI's)"),
            llm_timeout: float = typer.Option(30.0, "--llm-timeout", min=0.1, max=3600.0, help="seconds each --refresh request may take"),
            as_json: bool = typer.Option(False, "--json", help="print JSON (one object per run folder) instead of tables")) -> None:
-    """Where a run stands: per run folder under RUN (up to 3 levels down), records per stage, finished or
+    """Where a run stands: per run folder at or below RUN (at any depth), records per stage, finished or
     not, and its provider batches (--batch) with those still out. Reads only: it can look at a run that
     is going on."""
     from .report import status as report
@@ -462,7 +472,7 @@ def status(run_dir: Path = typer.Argument(..., help="a run directory (the --out 
 
 
 @app.command()
-def export(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
+def export(run_dir: Path = typer.Argument(..., help="a run folder, or a folder holding runs at any depth (the --out of run, compare, baseline or a kb batch)"),
            programs: Path = typer.Option(..., "--programs", help="JSON file to write: the final programs in Logic-LM's format"),
            dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several")) -> None:
     """Write a run's final programs (after refinement) in Logic-LM's format, to share or replay with
@@ -488,6 +498,7 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
     """Replay every released Logic-LM program file and our own LogicBench programs; write table3, table2 and
     logicbench (.md, .csv, .json) and accuracy.png."""
     from .report.reproduce import reproduce as reproduce_all
+    from .report.reproduce import unmade
 
     # The dataset is replaced per baseline run; RunConfig's defaults are the run options' defaults.
     llm = RunConfig(dataset="folio", model=model, base_url=base_url, max_concurrency=max_concurrency) if model else None
@@ -499,10 +510,13 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
     with bar:
         result = reproduce_all(out, data_dir, workers, update, llm=llm, limit=limit, label=label,
                                overwrite=overwrite)
-    for table in ("table3.md", "table2.md", "logicbench.md"):
-        stdout.print((out / table).read_text(), markup=False, highlight=False, soft_wrap=True)
+    for table in ("table3", "table2", "logicbench"):
+        if table in result["made"]:
+            stdout.print((out / f"{table}.md").read_text(), markup=False, highlight=False, soft_wrap=True)
+    for line in unmade(result["missed"]):
+        console.print(f"not made: {line}", markup=False, highlight=False, soft_wrap=True)
     stdout.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "
-                 f"tables and chart in {out}")
+                 f"{', '.join(result['made'])} in {out}")
 
 
 @app.command("optimize")
@@ -651,7 +665,7 @@ def serve_scripted(programs: Optional[Path] = typer.Option(None, "--programs", h
         except KeyboardInterrupt:
             pass
     refused = f", refused {server.rate_limited} over --max-in-flight" if max_in_flight else ""
-    batches = f", and {len(server.batches)} batches of the batch API" if server.batches else ""
+    batches = f", and {counted(len(server.batches), 'batch')} of the batch API" if server.batches else ""
     console.print(f"answered {len(server.requests)} requests{refused}{batches}", markup=False, highlight=False)
 
 
@@ -725,6 +739,9 @@ def main(argv: list[str] | None = None) -> None:
     except PrerequisiteError as exc:
         _fail(exc)
         sys.exit(3)
+    except Paused as exc:  # --batch-export wrote its requests: expected, so no `error:` line
+        print(f"paused: {exc}", file=sys.stderr)
+        sys.exit(4)
     except RunStopped as exc:
         _fail(exc)
         sys.exit(4)

@@ -1,8 +1,9 @@
 """The typer application class of `logicpipe` and `logicpipe kb`.
 
 Typer 0.29's rich help shows a flag as `--overwrite <bool>` (it renders the type of any option whose
-metavar is unset), its own --help included. Commands and groups made through App show every flag as a
-plain flag, so no command has to remember `metavar=""`."""
+metavar is unset), its own --help included, and an argument as `{run_dir}`. Commands and groups made
+through App show every flag as a plain flag and every argument as RUN_DIR, so no command has to
+remember `metavar=""`."""
 
 from __future__ import annotations
 
@@ -18,6 +19,11 @@ from typer.main import get_command_name
 def _plain(option: Any) -> Any:
     if option is not None and getattr(option, "is_flag", False) and option.metavar is None:
         option.metavar = ""
+    # Typer 0.29's usage line shows a required argument as `{run_dir}`: shown as click shows it, RUN_DIR
+    # ([QUESTION] when optional, KB... when repeated).
+    if getattr(option, "param_type_name", "") == "argument" and option.name and hasattr(option, "_usage_display_name"):
+        shown = option.name.upper() if option.required else f"[{option.name.upper()}]"
+        option._usage_display_name = lambda: shown + ("..." if option.nargs != 1 else "")
     return option
 
 

@@ -39,9 +39,13 @@ def figures(results: Path) -> dict:
             "logicbench": [{k: r[k] for k in KEPT_LB} for r in logicbench]}
 
 
+def _rate(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f}"  # undefined (nothing executed), never 0
+
+
 def _cell(row: dict, ours: str, paper: str, column: str) -> str:
-    text = f"{row[ours]:.2f}"
-    if (row["dataset"], column) in EXPLAINED and abs(row[ours] - row[paper]) >= 10:
+    text = _rate(row[ours])
+    if row[ours] is not None and (row["dataset"], column) in EXPLAINED and abs(row[ours] - row[paper]) >= 10:
         text = f"**{text}**"
     return text
 
@@ -53,7 +57,7 @@ def render3(rows: list[dict]) -> str:
         lines.append(f"| {NAMES[row['dataset']]} | {row['model']} | {row['total']} | "
                      f"{_cell(row, 'exe_rate_logiclm', 'paper_exe_rate', 'exe_rate')} | {row['paper_exe_rate']:.1f} | "
                      f"{_cell(row, 'exe_acc_logiclm', 'paper_exe_acc', 'exe_acc')} | {row['paper_exe_acc']:.1f} | "
-                     f"{row['exe_rate']:.2f} | {row['exe_acc']:.2f} |")
+                     f"{_rate(row['exe_rate'])} | {_rate(row['exe_acc'])} |")
     return "\n".join(lines)
 
 
@@ -72,7 +76,7 @@ def render_logicbench(rows: list[dict]) -> str:
     for row in rows:
         lines.append(f"| {row['task']} | {row['logic']} | {row['formalism']} | `{row['programs']}` | {row['patterns']} | "
                      f"{row['questions']} | {row['with_program']} | {row['no_program']} | {row['executed']} | "
-                     f"{row['correct']} | {row['exe_rate']:.2f} | {row['exe_acc']:.2f} |")
+                     f"{row['correct']} | {_rate(row['exe_rate'])} | {_rate(row['exe_acc'])} |")
     return "\n".join(lines)
 
 

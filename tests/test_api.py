@@ -19,3 +19,13 @@ def test_run_is_the_function_on_every_access_also_after_the_runtime_is_imported(
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["True", "True", "logicpipe.stages.runner"]
+
+
+def test_every_public_name_imports():
+    import logicpipe
+
+    for name in logicpipe.__all__:
+        assert getattr(logicpipe, name) is not None, name
+    from logicpipe import DataError, LogicPipeError
+
+    assert issubclass(DataError, LogicPipeError)

@@ -154,10 +154,12 @@ def test_reproduce_offline_without_data_is_one_line_and_keeps_the_tables(tmp_pat
     out.mkdir()
     (out / "table3.md").write_text("earlier table\n")
     done = cli("reproduce", "--out", str(out), "--limit", "2",
-               env={"LOGICPIPE_DATA": "", "LOGICPIPE_CACHE": str(tmp_path / "empty-cache")})
-    line = _one_line_error(done)
-    assert line.startswith("error: cannot download "
+               env={"LOGICPIPE_DATA": "", "LOGICPIPE_DATASETS": "", "LOGICPIPE_CACHE": str(tmp_path / "empty-cache")})
+    line = _one_line_error(done)  # no table can be made: each one's reason, on one line
+    assert line.startswith("error: no table could be made: table3, table2, accuracy.png: Logic-LM's data or programs: "
+                           "cannot download "
                            "http://127.0.0.1:9/unreachable/outputs/logic_programs/ProntoQA_dev_gpt-4.json (")
+    assert "; logicbench: LogicBench's data: cannot download " in line
     assert done.returncode == 2 and done.stdout == ""
     assert [p.name for p in out.iterdir()] == ["table3.md"] and (out / "table3.md").read_text() == "earlier table\n"
 

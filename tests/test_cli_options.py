@@ -80,3 +80,16 @@ def test_a_bad_command_line_is_one_line_and_exit_2():
     assert done.returncode == 2
     (line,) = done.stderr.splitlines()
     assert line.startswith("error: No such option: --no-such-option")
+
+
+def test_help_names_arguments_as_click_does_and_baseline_shows_only_what_it_uses():
+    # Was `Usage: logicpipe explain [OPTIONS] {run_dir}`, and baseline offered --formalism and said its
+    # --model "writes programs".
+    wide = {"COLUMNS": "200"}
+    assert " explain [OPTIONS] RUN_DIR " in cli("explain", "--help", env=wide).stdout
+    assert " kb ask [OPTIONS] KB [QUESTION] " in cli("kb", "ask", "--help", env=wide).stdout
+    assert " kb check [OPTIONS] KB... " in cli("kb", "check", "--help", env=wide).stdout
+    baseline = cli("baseline", "--help", env=wide).stdout
+    assert "model that answers each question directly" in baseline and "writes programs" not in baseline
+    assert "--formalism" not in baseline and "--mode" in baseline
+    assert "model that writes programs" in cli("run", "--help", env=wide).stdout

@@ -88,6 +88,11 @@ class BudgetSpent(RunStopped):
     the run stops between requests, with what arrived written."""
 
 
+class Paused(BudgetSpent):
+    """An expected stop: the run wrote the requests it holds for another program to run (--batch-export),
+    and goes on when re-run with their replies. Said as what it is, not as an error (exit status 4)."""
+
+
 class ErrorCategory(str, Enum):
     parse = "parse"
     execution = "execution"

@@ -22,6 +22,16 @@ _MAX_INT = 2**63
 LONE_SURROGATE = re.compile("[\ud800-\udfff]")  # text no JSON reader or UTF-8 encoder takes
 
 
+def json_fault(exc: json.JSONDecodeError, one_line: bool = False) -> str:
+    """What is wrong with a JSON text and where, whole: json's own msg drops the place ("Invalid control
+    character at"). `one_line`: the text is one line of a JSONL file, whose line the caller names."""
+    place = f"column {exc.colno}" if one_line else f"line {exc.lineno}, column {exc.colno}"
+    what = exc.msg.removesuffix(" at")
+    if what == "Invalid control character":
+        what += " (a raw tab or line break inside a string: write it as \\t or \\n)"
+    return f"malformed JSON at {place}: {what}"
+
+
 def encode_record(record: BaseModel) -> bytes:
     """One JSONL line that is guaranteed to read back into the same model: text a JSON reader rejects
     (lone surrogates, integers past 64 bits) is replaced, and an oversized explanation is dropped with
@@ -170,4 +180,4 @@ def iter_json_lines(path: Path) -> Iterator[tuple[int, object]]:
                 try:
                     yield number, json.loads(line)
                 except json.JSONDecodeError as exc:
-                    raise DataError(f"{path}:{number}: malformed JSON ({exc.msg})") from None
+                    raise DataError(f"{path}:{number}: {json_fault(exc, one_line=True)}") from None

@@ -189,5 +189,9 @@ class EvaluateRecord(Record):
     correct_executed: bool
     correct: bool
     backup: str | None = None  # which backup gave `final` (InterpretRecord.backup), if one did
+    # Prompt and completion tokens of the problem's model calls, every stage's (Trajectory.usage), whether
+    # or not the reply cache answered them (so a cached re-run scores the same); None: no model was asked.
+    tokens: int | None = None
+    cost: float | None = None  # what they cost at the run's --price-prompt/--price-completion; None: no prices
 
-    OMITTED_WHEN_EMPTY = ("backup",)
+    OMITTED_WHEN_EMPTY = ("backup", "tokens", "cost")

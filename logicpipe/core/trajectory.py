@@ -17,6 +17,7 @@ from .records import (
     InterpretRecord,
     Problem,
     SolveRecord,
+    Usage,
     round_stands,
     text_sha,
 )
@@ -121,3 +122,12 @@ class Trajectory:
 
     def rounds(self) -> int:
         return max(self.solved, default=0)
+
+    def usage(self) -> Usage | None:
+        """The tokens every model call for this problem used (programs, repairs, judgements, the backup
+        answer); None when no model was asked (a replay)."""
+        total = None
+        for record in [self.formulated, *self.refined.values(), *self.decided.values(), self.interpreted]:
+            if record is not None and record.usage is not None:
+                total = record.usage if total is None else total + record.usage
+        return total

@@ -127,7 +127,7 @@ def jsonl_rows(path: Path) -> Iterator[tuple[int, dict]]:
             except UnicodeDecodeError as exc:
                 raise DataError(f"{path}: not UTF-8 text (byte {offset + exc.start}); is it binary, or UTF-16?") from None
             if line.strip():
-                row = parse_json(line, f"{path}:{number}")
+                row = parse_json(line, f"{path}:{number}", one_line=True)
                 if not isinstance(row, dict):
                     raise DataError(f"{path}:{number}: expected a JSON object")
                 yield offset, row

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DataError
+from ..core.jsonl import json_fault
 
 # A file with this suffix is read as a person's JSONL (any other file as Logic-LM's released JSON).
 LINES_SUFFIX = ".jsonl"
@@ -104,7 +105,7 @@ def _lines(path: Path, mtime_ns: int, size: int) -> WrittenPrograms:
             except UnicodeDecodeError:
                 raise DataError(f"{where}: not UTF-8 text") from None
             except json.JSONDecodeError as exc:
-                raise DataError(f"{where}: malformed JSON ({exc.msg})") from None
+                raise DataError(f"{where}: {json_fault(exc, one_line=True)}") from None
             except RecursionError:
                 raise DataError(f"{where}: JSON nested too deeply to read") from None
             if not isinstance(item, dict) or "id" not in item or "program" not in item:

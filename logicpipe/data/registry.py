@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from ..core.errors import DataError, PrerequisiteError, UsageError, did_you_mean
+from ..core.jsonl import json_fault
 from ..core.task import AnswerSpace
 
 # Long spellings of the built-in solvers' names; any installed solver's name (solvers/registry.py) is valid.
@@ -139,7 +140,7 @@ def _read(path: Path) -> dict:
         try:
             raw = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise DataError(f"{path}: malformed JSON at line {exc.lineno} ({exc.msg})") from None
+            raise DataError(f"{path}: {json_fault(exc)}") from None
     else:
         try:
             import yaml

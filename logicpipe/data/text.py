@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import DataError
+from ..core.jsonl import json_fault
 
 
 def read_text(path: Path) -> str:
@@ -18,10 +19,11 @@ def read_text(path: Path) -> str:
         raise DataError(f"{path}: not UTF-8 text (byte {exc.start}); is it binary, or UTF-16?") from None
 
 
-def parse_json(text: str, where: str) -> Any:
+def parse_json(text: str, where: str, one_line: bool = False) -> Any:
+    """`one_line`: the text is one line of a JSONL file, which `where` names (path:line)."""
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise DataError(f"{where}: malformed JSON at line {exc.lineno} ({exc.msg})") from None
+        raise DataError(f"{where}: {json_fault(exc, one_line)}") from None
     except RecursionError:
         raise DataError(f"{where}: JSON nested too deeply to read") from None

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from ..core.errors import UsageError
+from ..core.words import counted
 from ..typer_app import App
 
 # Every `logicpipe` command loads this module to register `kb`; what the kb commands run is imported
@@ -117,7 +118,7 @@ def check(kb: list[Path] = typer.Argument(..., help="KB files, or folders whose 
             typer.echo(line, err=True)
         for predicate in sorted(report.predicates, key=lambda p: (p.module != "kb", p.module, p.name, p.arity)):
             kind = "".join(f" ({flag})" for flag in ("dynamic", "tabled") if getattr(predicate, flag))
-            typer.echo(f"{predicate.signature:<28} {predicate.clauses:>5} clauses  {predicate.file}{kind}")
+            typer.echo(f"{predicate.signature:<28} {predicate.clauses:>5} {'clause ' if predicate.clauses == 1 else 'clauses'}  {predicate.file}{kind}")
     if format == "text":
         from ..core import jail
 
@@ -322,10 +323,10 @@ def _model_fields(model: str, base_url: Optional[str], settings: Settings, promp
 
 
 def _report(out: Path, report: BatchReport) -> None:
-    typer.echo(f"{out}: {report.total} records ({report.new} new, {report.errors} with errors)", err=True)
+    typer.echo(f"{out}: {counted(report.total, 'record')} ({report.new} new, {report.errors} with errors)", err=True)
     if report.batches is not None:
         created, resumed = report.batches
-        typer.echo(f"{out}: {created} batches created, {resumed} of an earlier run read (ids in "
+        typer.echo(f"{out}: {counted(created, 'batch')} created, {resumed} of an earlier run read (ids in "
                    f"{out / 'batches.json'})", err=True)
 
 
@@ -462,8 +463,12 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
                        + (f"\n    {claim.reason}" if claim.reason else ""))
             if claim.proof and claim.verdict == "true":
                 typer.echo("\n".join("    " + line for line in text_tree(claim.proof)))
-        typer.echo(f"valid: {'yes' if record.valid else 'no'}"
-                   + (f" ({record.error.message})" if record.error else ""))
+        # A reply that could not be read (or a request that failed) checked no claim: that is no verdict
+        # on the answer, unlike a claim the KB does not derive.
+        typer.echo(f"valid: unknown (no claim was checked: {record.error.message})" if record.error
+                   else f"valid: {'yes' if record.valid else 'no'}")
+    if record.error is not None:
+        sys.exit(3)
     if not record.valid:
         sys.exit(1)
 

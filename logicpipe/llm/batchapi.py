@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core.errors import LLMError, RunStopped, UsageError
+from ..core.words import counted
 from .batchfile import URL, batch_line, checked_lines, exported_ids, key_of, read_replies, store_replies
 from .cache import Cache
 from .client import cache_key, default_cache_path
@@ -66,7 +67,7 @@ def refuse_unread(folder: Path) -> None:
     requests a second time, one by one: refused in one line, before anything is written."""
     out = pending(folder)
     if out:
-        raise UsageError(f"{folder / RECORD} names {len(out)} batches not read yet (paid for, perhaps still running): "
+        raise UsageError(f"{folder / RECORD} names {counted(len(out), 'batch')} not read yet (paid for, perhaps still running): "
                          "re-run with --batch to collect them, nothing is submitted twice (to pay for their "
                          f"requests again one by one, remove {folder / RECORD})")
 
@@ -174,7 +175,7 @@ class BatchAPI:
         running = pending(self.folder)
         if not running:
             return f"--batch: requests left unanswered by {self.retries + 1} batches in turn (expired or cancelled)"
-        return (f"--batch: {len(running)} batches still running after --batch-timeout {self.timeout:g} s "
+        return (f"--batch: {counted(len(running), 'batch')} still running after --batch-timeout {self.timeout:g} s "
                 f"(ids in {self.folder / RECORD})")
 
     def resume(self) -> str:

@@ -18,6 +18,7 @@ import json
 from pathlib import Path
 
 from ..core.errors import DataError, LLMError, UsageError
+from ..core.words import counted
 from .cache import Cache, CachedReply
 from .client import MalformedReply, cache_key, default_cache_path, parse_reply, request_body, text_bound
 from .request import Completion, Request, endpoint
@@ -44,6 +45,7 @@ class BatchExport:
     to FILE (afresh for this command: the previous file's replies were imported already) and holds them."""
 
     held_as = "not sent"  # written to the file instead
+    expected = True  # holding requests back is what --batch-export is for: the run pauses, it did not fail
 
     def __init__(self, path: Path, base_url: str | None, cache_path: Path | None,
                  imported: tuple[int, int] | None = None, source: Path | None = None):
@@ -104,8 +106,9 @@ class BatchExport:
         read = ""
         if self.imported is not None:
             stored, failed = self.imported
-            read = f"--batch-import stored {stored} replies" + (f" ({failed} failed lines)" if failed else "") + "; "
-        return (f"{read}--batch-export: {len(self._written)} requests written to {self.path} (run them, e.g. "
+            read = (f"--batch-import stored {counted(stored, 'reply', 'replies')}"
+                    + (f" ({counted(failed, 'failed line')})" if failed else "") + "; ")
+        return (f"{read}--batch-export: {counted(len(self._written), 'request')} written to {self.path} (run them, e.g. "
                 f"`vllm run-batch -i {self.path} -o OUTPUT`, then re-run this command with --batch-import OUTPUT)")
 
     def resume(self) -> str:

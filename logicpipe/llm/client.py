@@ -22,8 +22,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field, StrictInt, StrictStr, ValidationError
 
-from ..core.errors import BudgetSpent, LLMError
+from ..core.errors import BudgetSpent, LLMError, Paused
 from ..core.jsonl import LONE_SURROGATE, MAX_RECORD_BYTES
+from ..core.words import counted
 from .cache import Cache, CachedReply
 from .declared import MAX_PHASES
 from .gate import Gate
@@ -274,8 +275,9 @@ class LLMClient:
             self.close()
             raise
         if self.held and gate is not None:
-            raise BudgetSpent(f"{gate.spent() or 'the model budget is spent'}: {self.held} of {len(wanted)} "
-                              f"requests {gate.held_as}; {gate.resume()}")
+            stop = Paused if getattr(gate, "expected", False) else BudgetSpent
+            raise stop(f"{gate.spent() or 'the model budget is spent'}: {self.held} of "
+                       f"{counted(len(wanted), 'request')} {gate.held_as}; {gate.resume()}")
 
     async def _run(self, requests: list[Request], on_result: OnResult) -> None:
         import openai

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from .config import OptimizeConfig
 from .params import PromptParams, Structure
-from .records import CandidateRecord, Rung
+from .records import CandidateRecord, Rung, label
 from .stats import decide, paired
 
 MIN_SLICE = 2  # a rung scores at least this many problems: one problem says nothing
@@ -32,13 +32,6 @@ class Entrant:
     @property
     def label(self) -> str:
         return label(self.record)
-
-
-def label(record: CandidateRecord) -> str:
-    """How a candidate is named in a race and in notes: its prompt/component, or its structure change."""
-    if record.kind == "structure":
-        return "structure " + ", ".join(f"{k}={v}" for k, v in record.change.items())
-    return f"{record.prompt_id}/{record.component}"
 
 
 @dataclass

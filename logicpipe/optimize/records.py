@@ -144,3 +144,12 @@ class TestScore(_Line):
     sent: int = 0
     prompt_tokens: int = 0
     completion_tokens: int = 0
+
+
+def label(record: CandidateRecord) -> str:
+    """How a candidate is named in a race and in notes: its prompt/component, or its structure change."""
+    if record.kind == "structure":
+        return "structure " + (", ".join(f"{k}={v}" for k, v in record.change.items()) or "(no change written)")
+    if record.prompt_id is None:  # every attempt was rejected before it named what it changes
+        return "prompt (no rewrite written)"
+    return f"{record.prompt_id}/{record.component}" if record.component else record.prompt_id

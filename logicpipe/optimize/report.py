@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from ..core.errors import DataError
 from .calls import read_ledger
 from .final import read_test
-from .records import CandidateRecord, StepRecord, TestScore
+from .records import CandidateRecord, StepRecord, TestScore, label
 from .state import OptimizeState, SavedState
 from .stats import describe
 
@@ -70,11 +70,7 @@ def best_diff(state: OptimizeState, saved: SavedState) -> str:
 
 
 def _what(candidate: CandidateRecord | None) -> str:
-    if candidate is None:
-        return "–"
-    if candidate.kind == "structure":
-        return "structure " + ", ".join(f"{k}={v}" for k, v in candidate.change.items())
-    return f"{candidate.prompt_id}/{candidate.component}"
+    return "–" if candidate is None else label(candidate)
 
 
 def _score(value: float | None) -> str:

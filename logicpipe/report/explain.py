@@ -50,37 +50,17 @@ def explain(run_dir: Path, problem_id: str, dataset: str | None = None, task: Pa
 
 
 def _find(run_dir: Path, problem_id: str, dataset: str | None) -> tuple[Recorded, Trajectory]:
-    try:
-        folders = stage_dirs(run_dir, dataset)
-    except UsageError as exc:
-        raise UsageError(f"{exc}{_runs_within(run_dir)}") from None
-    for stage_dir in folders:
+    found = []
+    for stage_dir in stage_dirs(run_dir, dataset):
         recorded = read_recorded(stage_dir, [])
-        for trajectory in recorded.trajectories:
-            if trajectory.id == problem_id and trajectory.solved:
-                return recorded, trajectory
-    raise UsageError(f"no solve record for id '{problem_id}' under {run_dir}{_runs_within(run_dir)}")
-
-
-def _runs_within(run_dir: Path) -> str:
-    """A hint naming the runs one level down (`--out results/pronto` inside `results`), if any: RUN is the
-    folder a run's --out named, and explain does not look further down."""
-    if not run_dir.is_dir():
-        return ""
-    runs = []
-    for folder in sorted(run_dir.iterdir()):
-        if not folder.is_dir():
-            continue
-        try:
-            stage_dirs(folder)
-        except UsageError:
-            continue
-        if not any(child == folder for child in stage_dirs(folder)):  # a run's --out, not a dataset folder
-            runs.append(str(folder))
-    if not runs:
-        return ""
-    shown = ", ".join(runs[:5]) + (", ..." if len(runs) > 5 else "")
-    return f" (it holds the runs {shown}: give the --out of the run that solved it)"
+        found += [(recorded, t) for t in recorded.trajectories if t.id == problem_id and t.solved]
+    if not found:
+        raise UsageError(f"no solve record for id '{problem_id}' under {run_dir}")
+    if len(found) > 1:  # a folder of several runs: which one is meant is the reader's to say
+        where = ", ".join(str(recorded.stage_dir) for recorded, _ in found[:5]) + (", ..." if len(found) > 5 else "")
+        raise UsageError(f"id '{problem_id}' was solved in {len(found)} runs under {run_dir} ({where}): "
+                         "give the folder of the one to explain")
+    return found[0]
 
 
 def _answered(trajectory: Trajectory) -> int | None:

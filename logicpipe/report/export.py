@@ -47,8 +47,9 @@ def export_programs(run_dir: Path, out: Path, dataset: str | None = None) -> Exp
         raise UsageError(f"--programs {out}: export writes Logic-LM's JSON format to a file; name a .json file")
     folders = stage_dirs(run_dir, dataset)
     if len(folders) > 1:
-        raise UsageError(f"{run_dir} holds {len(folders)} datasets ({', '.join(f.name for f in folders)}); "
-                         "pass --dataset")
+        runs = ", ".join(folder.relative_to(run_dir).as_posix() for folder in folders)
+        hint = "give the folder of one" if dataset else "pass --dataset, or give the folder of one"
+        raise UsageError(f"{run_dir} holds {len(folders)} runs ({runs}); {hint}")
     warnings: list[str] = []
     recorded = read_recorded(folders[0], warnings)
     records = []

@@ -27,14 +27,19 @@ class Row:
     formalism: str
     problems: int
     parsed: int
-    exe_rate: float
-    exe_acc: float
-    accuracy: float
+    exe_rate: float | None  # None: undefined (nothing to divide by), shown as `–`
+    exe_acc: float | None
+    accuracy: float | None
     folder: Path
 
     @property
-    def parse_rate(self) -> float:
-        return round(100.0 * self.parsed / self.problems, 2) if self.problems else 0.0
+    def parse_rate(self) -> float | None:
+        return round(100.0 * self.parsed / self.problems, 2) if self.problems else None
+
+    def cells(self) -> list[str]:
+        """The row as the table shows it: formalism, problems, parse rate, Exe_Rate, Exe_Acc, accuracy."""
+        return [self.formalism, str(self.problems),
+                *(_cell(v) for v in (self.parse_rate, self.exe_rate, self.exe_acc, self.accuracy))]
 
 
 def parse_formalisms(text: str) -> list[str]:
@@ -83,16 +88,23 @@ def read_row(formalism: str, stage_dir: Path) -> Row:
         parsed += latest is not None and (latest.error is None or latest.error.category not in _UNPARSED)
     metrics = recorded.metrics
     return Row(formalism, int(metrics.get("total", len(recorded.trajectories))), parsed,
-               float(metrics.get("exe_rate", 0.0)), float(metrics.get("exe_acc", 0.0)),
-               float(metrics.get("accuracy", 0.0)), stage_dir)
+               _rate(metrics.get("exe_rate")), _rate(metrics.get("exe_acc")), _rate(metrics.get("accuracy")),
+               stage_dir)
+
+
+def _rate(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) else None
+
+
+def _cell(value: float | None) -> str:
+    return "–" if value is None else f"{value:.1f}"
 
 
 def markdown(rows: list[Row], dataset: str) -> str:
     """The table as Markdown (docs/formalisms.md shows one)."""
     lines = [f"| {dataset} | problems | parse rate | Exe_Rate | Exe_Acc | accuracy |",
              "|---|---|---|---|---|---|"]
-    lines += [f"| {row.formalism} | {row.problems} | {row.parse_rate:.1f} | {row.exe_rate:.1f} | {row.exe_acc:.1f} | "
-              f"{row.accuracy:.1f} |" for row in rows]
+    lines += ["| " + " | ".join(row.cells()) + " |" for row in rows]
     return "\n".join(lines) + "\n"
 
 

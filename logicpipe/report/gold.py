@@ -300,12 +300,12 @@ def summary(rows: list[Agreement], evaluated: dict[str, dict] | None = None) -> 
     give = sum(1 for r in checked if r.premises_give_label)
     right = {pid for pid, r in (evaluated or {}).items() if r.get("correct_executed")}
     return {"problems": len(rows), "compared": len(compared), "agree": agree,
-            "rate": round(100.0 * agree / len(compared), 2) if compared else 0.0,
+            "rate": round(100.0 * agree / len(compared), 2) if compared else None,  # None: undefined
             "run_no_verdict": sum(1 for r in rows if r.verdict is None),
             "gold_no_verdict": dict(sorted(Counter(r.gold_error or "no_answer" for r in rows
                                                    if r.gold_verdict is None).items())),
             "premises": {"checked": len(checked), "give_label": give,
-                         "rate": round(100.0 * give / len(checked), 2) if checked else 0.0,
+                         "rate": round(100.0 * give / len(checked), 2) if checked else None,
                          "right_answer_other_premises": sum(1 for r in checked
                                                             if not r.premises_give_label and r.id in right),
                          "unchecked": dict(sorted(Counter(_kind(r.premises_unchecked) for r in rows

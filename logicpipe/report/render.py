@@ -9,21 +9,72 @@ from rich.table import Table
 from rich.text import Text
 
 from ..core.records import SolveRecord
+from ..core.words import counted
 
 if TYPE_CHECKING:  # what an explanation needs is loaded with it: a run's summary needs none of it
     from .explain import Explained
+
+
+def percent(value: float | None) -> str:
+    """A rate as a table shows it: `–` where it is undefined (an empty denominator), never 0."""
+    return "–" if value is None else f"{value:.2f}%"
 
 
 def render_summary(console: Console, metrics: dict, stages: list) -> None:
     table = Table(title=f"{metrics['dataset']} ({metrics['split']}, {metrics['source']})")
     for column in ("total", "executed", "Exe_Rate", "Exe_Acc", f"accuracy ({metrics['backup']} backup)"):
         table.add_column(column, justify="right")
-    table.add_row(str(metrics["total"]), str(metrics["executed"]), f"{metrics['exe_rate']:.2f}%",
-                  f"{metrics['exe_acc']:.2f}%", f"{metrics['accuracy']:.2f}%")
+    table.add_row(str(metrics["total"]), str(metrics["executed"]), percent(metrics["exe_rate"]),
+                  percent(metrics["exe_acc"]), percent(metrics["accuracy"]))
     console.print(table)
+    _spending(console, metrics)
+    _gold(console, metrics)
     _groups(console, metrics)
     _failures(console, metrics, "failures by category")
     _stages(console, stages)
+
+
+def money(value: float | None) -> str:
+    return "–" if value is None else f"${value:.6g}" if value < 1 else f"${value:,.2f}"
+
+
+def spending_line(metrics: dict) -> str | None:
+    """The tokens the run's model calls used and, with prices, what they cost: in total, per problem and
+    per correct answer (`–` where nothing was counted); None for a run that asked no model."""
+    tokens = metrics.get("tokens")
+    if not isinstance(tokens, dict):
+        return None
+    used = (f"tokens: {tokens.get('prompt_tokens', 0):,} prompt + {tokens.get('completion_tokens', 0):,} completion "
+            f"in {tokens.get('calls', 0):,} calls ({tokens.get('cached_calls', 0):,} from the reply cache)")
+    if "cost" not in metrics:
+        return used + "; cost: unknown (give --price-prompt and --price-completion)"
+    batch = f", {money(metrics['batch_cost'])} at the batch price" if "batch_cost" in metrics else ""
+    return (used + f"; cost: {money(metrics['cost'])}{batch}, {money(metrics.get('cost_per_problem'))} per problem, "
+            f"{money(metrics.get('cost_per_correct'))} per correct answer")
+
+
+def _spending(console: Console, metrics: dict) -> None:
+    line = spending_line(metrics)
+    if line is not None:
+        _plain(console, line)
+
+
+def _gold(console: Console, metrics: dict) -> None:
+    """A task with gold programs: how far the run's verdicts agree with theirs (metrics.json's gold_agreement)."""
+    held = metrics.get("gold_agreement")
+    if not isinstance(held, dict):
+        return
+    if "error" in held:
+        _plain(console, f"gold programs: {held['error']}")
+        return
+    rate = "–" if held.get("rate") is None else f"{held['rate']:.2f}%"
+    line = (f"gold programs: the run's verdict agrees with the gold program's on {held.get('agree')} of "
+            f"{held.get('compared')} problems where both proved an option ({rate})")
+    premises = held.get("premises")
+    if isinstance(premises, dict) and premises.get("checked"):
+        line += (f"; the run's premises give the label for the gold conclusion on {premises.get('give_label')} of "
+                 f"{premises.get('checked')} checked")
+    _plain(console, line)
 
 
 def _groups(console: Console, metrics: dict) -> None:
@@ -36,8 +87,8 @@ def _groups(console: Console, metrics: dict) -> None:
         for column in ("total", "executed", "Exe_Rate", "Exe_Acc", "accuracy"):
             table.add_column(column, justify="right")
         for name, row in metrics[key].items():
-            table.add_row(name, str(row["total"]), str(row["executed"]), f"{row['exe_rate']:.2f}%",
-                          f"{row['exe_acc']:.2f}%", f"{row['accuracy']:.2f}%")
+            table.add_row(name, str(row["total"]), str(row["executed"]), percent(row["exe_rate"]),
+                          percent(row["exe_acc"]), percent(row["accuracy"]))
         console.print(table)
 
 
@@ -78,9 +129,10 @@ def render_baseline_summary(console: Console, metrics: dict, stages: list, mode:
     table = Table(title=f"{metrics['dataset']} ({metrics['split']}, {label} baseline, {metrics['source']})")
     for column in ("total", "answered", "answered %", "correct", "accuracy"):
         table.add_column(column, justify="right")
-    table.add_row(str(metrics["total"]), str(metrics["executed"]), f"{metrics['exe_rate']:.2f}%",
-                  str(metrics["correct"]), f"{metrics['accuracy']:.2f}%")
+    table.add_row(str(metrics["total"]), str(metrics["executed"]), percent(metrics["exe_rate"]),
+                  str(metrics["correct"]), percent(metrics["accuracy"]))
     console.print(table)
+    _spending(console, metrics)
     _failures(console, metrics, "replies without an answer")
     _stages(console, stages)
 
@@ -89,6 +141,10 @@ def render_explanation(console: Console, explained: Explained) -> None:
     record, problem, scored = explained.solve, explained.problem, explained.evaluated
     console.print(f"{record.id} ({record.dataset}, solver {record.solver})", markup=False, highlight=False)
     if problem is not None:
+        if problem.context:  # the premises the program was written from
+            _plain(console, "context:")
+            for line in problem.context.strip().splitlines():
+                _plain(console, f"  {line}")
         _plain(console, f"question: {problem.question}")
         for option in problem.options:
             _plain(console, f"  {option}")
@@ -196,12 +252,14 @@ def render_status(console: Console, folders: list) -> None:
         done = ("" if folder.finished is None
                 else f"; finished, accuracy {folder.accuracy:.2f}%" if folder.finished and folder.accuracy is not None
                 else "; finished" if folder.finished else "; not finished")
-        _plain(console, f"{folder.label}: {folder.problems} problems with records ({stages}){done}")
+        spent = "" if folder.tokens is None else f"; {folder.tokens:,} tokens" + (
+            f", cost {money(folder.cost)}" if folder.cost is not None else "")
+        _plain(console, f"{folder.label}: {counted(folder.problems, 'problem')} with records ({stages}){done}{spent}")
         for warning in folder.warnings:
             _plain(console, f"warning: {warning}")
         if not folder.batches:
             continue
-        table = Table(title=f"{len(folder.batches)} batches, {len(folder.pending)} not read yet")
+        table = Table(title=f"{counted(len(folder.batches), 'batch')}, {len(folder.pending)} not read yet")
         for column in ("batch", "status", "lines", "submitted", "replies stored", "failed", "never ran"):
             table.add_column(column, justify="right" if column in ("lines", "replies stored", "failed", "never ran")
                              else "left")
@@ -211,5 +269,5 @@ def render_status(console: Console, folders: list) -> None:
             table.add_row(batch.id or "-", batch.status, str(batch.lines), when, *numbers)
         console.print(table)
         if folder.pending:
-            _plain(console, f"{len(folder.pending)} batches not read yet: a run going on polls them; else re-run the "
+            _plain(console, f"{counted(len(folder.pending), 'batch')} not read yet: a run going on polls them; else re-run the "
                    "command that made them, with --batch, to read them (nothing is submitted twice)")

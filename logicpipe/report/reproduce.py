@@ -76,9 +76,11 @@ def replay_logicbench(out: Path, workers: int = 2, progress: Progress = quiet, l
                       overwrite: bool = False) -> list[dict]:
     """Replay each of our LogicBench program files over every question of each logic type it has programs
     for (never --limit: these runs take seconds); one row of coverage and execution per file and type."""
-    from ..data import index_programs
+    from ..data import get_dataset, index_programs, load_problems
     from ..data.logicbench import LOGIC_TYPES, group
 
+    for task in dict.fromkeys(task for task, _, _ in LOGICBENCH_REPLAYS):
+        load_problems(get_dataset(task), "eval")  # LogicBench's data is there (or downloads) before a file is named
     rows = []
     for task, formalism, name in LOGICBENCH_REPLAYS:
         path = LOGICBENCH_PROGRAMS / name
@@ -206,13 +208,13 @@ def chart(rows: list[dict], path: Path, limit: int | None = None) -> None:
         xs = list(range(len(names)))
         for row_index, (ours_key, table, paper_key, ylabel) in enumerate(panels):
             axis = axes[row_index][column]
-            ours = [r[ours_key] for r in mine]
+            ours = [r[ours_key] for r in mine]  # None: undefined (nothing executed), drawn as no bar
             theirs = [published[table].get(model, {}).get(n, {}).get(paper_key) for n in names]
-            axis.bar([x - 0.2 for x in xs], ours, width=0.4, label="logicpipe (replay)", color="#2b6cb0")
+            axis.bar([x - 0.2 for x in xs], [o or 0 for o in ours], width=0.4, label="logicpipe (replay)", color="#2b6cb0")
             axis.bar([x + 0.2 for x in xs], [t or 0 for t in theirs], width=0.4, label="Logic-LM paper",
                      color="#a0aec0")
             for x, value in zip(xs, ours):
-                axis.text(x - 0.2, value + 1, f"{value:.1f}", ha="center", fontsize=7)
+                axis.text(x - 0.2, (value or 0) + 1, "–" if value is None else f"{value:.1f}", ha="center", fontsize=7)
             for x, value in zip(xs, theirs):
                 axis.text(x + 0.2, (value or 0) + 1, "n/a" if value is None else f"{value:.1f}", ha="center",
                           fontsize=7, color="#4a5568")
@@ -231,23 +233,54 @@ def chart(rows: list[dict], path: Path, limit: int | None = None) -> None:
     plt.close(fig)
 
 
+def unmade(missed: dict[str, str]) -> list[str]:
+    """The tables not made, those with the same reason together: "table3, table2: why"."""
+    reasons: dict[str, list[str]] = {}
+    for name, why in missed.items():
+        reasons.setdefault(why, []).append(name)
+    return [f"{', '.join(names)}: {why}" for why, names in reasons.items()]
+
+
 def reproduce(out: Path, data_dir: Path | None = None, workers: int = 2, progress: Progress = quiet,
               models: tuple[str, ...] = MODELS, llm: RunConfig | None = None, limit: int | None = None,
               label: Label = _silent, overwrite: bool = False) -> dict:
     """Replay the released programs (Table 3, Table 2's Logic-LM rows) and our LogicBench programs (the
     LogicBench table); with `llm` (a RunConfig naming a model) also run the Standard and CoT baselines for
-    Table 2. `overwrite` starts each run afresh."""
+    Table 2. `overwrite` starts each run afresh. Every table whose data is there is written: "made" names
+    them, "missed" each one that could not be made with why; none made is a DataError."""
     start = time.monotonic()
-    # Everything is computed before the first table is written: a failure leaves earlier tables as they were.
-    rows = replay_all(out, data_dir, workers, models, progress, limit, label, overwrite)
+    # Each table is made from the data there is: one missing dataset (offline, no download cached) costs
+    # its own tables, named with the reason, and no other. What is computed is computed before the first
+    # table is written: a failure leaves the earlier tables as they were.
+    missed: dict[str, str] = {}
+    try:
+        rows = replay_all(out, data_dir, workers, models, progress, limit, label, overwrite)
+    except DataError as exc:
+        rows = []
+        for name in ("table3", "table2", "accuracy.png"):
+            missed[name] = f"Logic-LM's data or programs: {exc}"
     baselines = run_baselines(out, llm, data_dir, limit, progress, overwrite) if llm is not None else {}
-    logicbench = replay_logicbench(out, workers, progress, label, overwrite)
-    write_table(table3(rows), out / "table3", "Logic-LM Table 3 reproduced: execution rate and accuracy of executed "
-                "programs (the *_logiclm columns count as executed what Logic-LM's code does, and are compared "
-                "with the paper; exe_rate and exe_acc are logicpipe's own)")
-    write_table(table2(rows, baselines), out / "table2", "Logic-LM Table 2 reproduced: accuracy")
-    write_table(logicbench, out / "logicbench", "LogicBench: our own programs replayed, per logic type (questions "
-                "is every question of the type; those without a program are no_program records)")
-    chart(rows, out / "accuracy.png", limit)
+    try:
+        logicbench = replay_logicbench(out, workers, progress, label, overwrite)
+    except DataError as exc:
+        logicbench = []
+        missed["logicbench"] = f"LogicBench's data: {exc}"
+    if len(missed) == 4 and not baselines:
+        raise DataError(f"no table could be made: {'; '.join(unmade(missed))}")
+    made = []
+    if rows:
+        write_table(table3(rows), out / "table3", "Logic-LM Table 3 reproduced: execution rate and accuracy of "
+                    "executed programs (the *_logiclm columns count as executed what Logic-LM's code does, and are "
+                    "compared with the paper; exe_rate and exe_acc are logicpipe's own)")
+        chart(rows, out / "accuracy.png", limit)
+        made += ["table3", "accuracy.png"]
+    if rows or baselines:
+        write_table(table2(rows, baselines), out / "table2", "Logic-LM Table 2 reproduced: accuracy")
+        made.append("table2")
+        missed.pop("table2", None)
+    if "logicbench" not in missed:
+        write_table(logicbench, out / "logicbench", "LogicBench: our own programs replayed, per logic type "
+                    "(questions is every question of the type; those without a program are no_program records)")
+        made.append("logicbench")
     return {"rows": rows, "baselines": {"/".join(k): v for k, v in baselines.items()}, "logicbench": logicbench,
-            "seconds": round(time.monotonic() - start, 1)}
+            "made": made, "missed": missed, "seconds": round(time.monotonic() - start, 1)}

@@ -1,6 +1,5 @@
-"""`logicpipe status RUN`: where a run stands, without touching it. Per run folder under RUN (the
-dataset folders of `run`, and those `compare` and `baseline` write a level deeper): the problems with
-records at each stage, whether the run finished (metrics.json; unknown for a kb batch, which writes
+"""`logicpipe status RUN`: where a run stands, without touching it. Per run folder at or below RUN (at any
+depth: stages/store.py, find_runs): the problems with records at each stage, whether the run finished (metrics.json; unknown for a kb batch, which writes
 none), and the batches it has at a provider (`--batch`): each one's id and status as last polled, what
 the ended ones gave, and what is still out. With `refresh`, the provider is asked for the status of each
 batch not read yet (read-only: nothing is written, and no lock is taken, so a run that is going on can
@@ -14,13 +13,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import LLMError, UsageError
+from ..core.errors import LLMError
 from ..core.trajectory import Trajectory
 from ..llm.batchapi import read_record
-from ..runtime.folder import RUN_FILE
-from ..stages.store import METRICS_FILE, is_run_folder, of_dataset, read_recorded, runs_in
-
-DEPTH = 3  # how far below RUN run folders are looked for: compare's OUT/<formalism>/<dataset>/ is 2
+from ..stages.store import find_runs, read_recorded
 
 
 @dataclass
@@ -46,6 +42,8 @@ class FolderStatus:
     accuracy: float | None
     batches: list[Batch] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    tokens: int | None = None  # prompt and completion tokens of the model calls recorded so far; None: none
+    cost: float | None = None  # what the run cost (metrics.json, with prices); None: unknown
 
     @property
     def pending(self) -> list[Batch]:
@@ -59,31 +57,7 @@ Refresher = Callable[[str | None], Refresh]  # the base URL a run recorded (None
 def run_status(run_dir: Path, dataset: str | None = None,
                refresh: Refresher | None = None) -> list[FolderStatus]:
     """The status of each run folder under `run_dir` (only `dataset`'s if given)."""
-    return [_folder(folder, label, refresh) for label, folder in run_folders(run_dir, dataset)]
-
-
-def run_folders(run_dir: Path, dataset: str | None = None) -> list[tuple[str, Path]]:
-    """Each run folder (one holding run.json or metrics.json) under `run_dir`, up to DEPTH levels down, with
-    its path relative to `run_dir`; `run_dir` alone when it is one. A run folder's own folders are not
-    looked into (its batches/ folder is no run). With `dataset`, only the folders of that name."""
-    runs_in(run_dir)
-    if is_run_folder(run_dir):
-        found = [(run_dir.name, run_dir)]
-    else:
-        found = []
-        level = [run_dir]
-        for _ in range(DEPTH):
-            below = [d for parent in level for d in sorted(parent.iterdir()) if d.is_dir()]
-            found += [(d.relative_to(run_dir).as_posix(), d) for d in below if is_run_folder(d)]
-            level = [d for d in below if not is_run_folder(d)]
-        found.sort()
-    if not found:
-        raise UsageError(f"{run_dir} holds no run records (no folder with {RUN_FILE} or {METRICS_FILE} in it "
-                         f"or up to {DEPTH} levels below)")
-    if dataset is None:
-        return found
-    keep = of_dataset(run_dir, [folder for _, folder in found], dataset)
-    return [(label, folder) for label, folder in found if folder in keep]
+    return [_folder(folder, label, refresh) for label, folder in find_runs(run_dir, dataset)]
 
 
 def recorded_base_url(identity: dict[str, Any]) -> str | None:
@@ -104,10 +78,12 @@ def _folder(folder: Path, label: str, refresher: Refresher | None) -> FolderStat
     recorded = read_recorded(folder, warnings)
     kb = "kb" in recorded.identity  # a kb batch (kb ask --questions, kb validate --answers): one stage file
     if kb:
-        stages = _kb_records(folder, recorded.identity.get("stages", {}), warnings)
+        stages, tokens = _kb_records(folder, recorded.identity.get("stages", {}), warnings)
         problems = max(stages.values(), default=0)
     else:
         stages, problems = _stage_records(recorded.trajectories), recorded.total
+        used = [u for u in (t.usage() for t in recorded.trajectories) if u is not None]
+        tokens = sum(u.prompt_tokens + u.completion_tokens for u in used) if used else None
     batches = [Batch(id=b["id"], status=b.get("status", "?"), lines=b.get("lines", 0), created=b.get("created", 0.0),
                      read=bool(b["read"]), stored=b.get("stored"), failed=b.get("failed"),
                      unfinished=b.get("unfinished")) for b in read_record(folder)]
@@ -122,7 +98,7 @@ def _folder(folder: Path, label: str, refresher: Refresher | None) -> FolderStat
     metrics = recorded.metrics
     finished = None if kb else bool(metrics)  # a kb batch writes no metrics.json
     return FolderStatus(folder.name, label, str(folder), problems, dict(sorted(stages.items(), key=_order)),
-                        finished, metrics.get("accuracy"), batches, warnings)
+                        finished, metrics.get("accuracy"), batches, warnings, tokens, metrics.get("cost"))
 
 
 def _stage_records(trajectories: list[Trajectory]) -> dict[str, int]:
@@ -136,8 +112,9 @@ def _stage_records(trajectories: list[Trajectory]) -> dict[str, int]:
     return dict(stages)
 
 
-def _kb_records(folder: Path, stages: dict, warnings: list[str]) -> dict[str, int]:
-    """Inputs with a record in a kb batch's stage file, read as the kb commands read it."""
+def _kb_records(folder: Path, stages: dict, warnings: list[str]) -> tuple[dict[str, int], int | None]:
+    """Inputs with a record in a kb batch's stage file, read as the kb commands read it, and the tokens
+    their model calls used (None: none)."""
     from ..kb.ask import AskRecord
     from ..kb.flow import KBRecord
     from ..kb.validate import ValidateRecord
@@ -146,7 +123,10 @@ def _kb_records(folder: Path, stages: dict, warnings: list[str]) -> dict[str, in
     models: dict[str, type[KBRecord]] = {"ask": AskRecord, "validate": ValidateRecord}
     store = RunFolder(folder, warnings=warnings)  # opened without `with`: it only reads
     try:
-        return {name: len(store.file(name, model).done) for name, model in models.items() if name in stages}
+        done = {name: store.file(name, model).done for name, model in models.items() if name in stages}
+        used = [r.usage for records in done.values() for r in records.values() if r.usage.calls]
+        tokens = sum(u.prompt_tokens + u.completion_tokens for u in used) if used else None
+        return {name: len(records) for name, records in done.items()}, tokens
     finally:
         store.close()
 

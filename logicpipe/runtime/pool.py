@@ -8,7 +8,8 @@ starting it. Workers die with the parent (a lifeline pipe and the parent-death s
 themselves to a CPU-time limit per task, so none outlives a killed run.
 
 The fork server imports from the parent's sys.path, never from the working directory, so workers run
-the parent's package. A worker that cannot start (its target does not import, its setup check fails)
+the parent's package, and a worker never runs the parent's main module (a script, stdin, a notebook):
+the target and setup are found by module name. A worker that cannot start (its target does not import, its setup check fails)
 is no failure of the calls it held: they go to another worker, and when several in a row cannot start,
 the pool stops with one PrerequisiteError that says why.
 """
@@ -19,7 +20,10 @@ import ctypes
 import importlib
 import math
 import multiprocessing
+import multiprocessing.context
 import multiprocessing.forkserver
+import multiprocessing.popen_forkserver
+import multiprocessing.spawn
 import os
 import pickle
 import resource
@@ -54,6 +58,7 @@ _START_TRIES = 3
 # charged for that time (their clocks start when it is ready).
 _START_SECONDS = 120.0
 _SERVER_LOCK = threading.Lock()
+_LAUNCH_LOCK = threading.Lock()
 
 
 @dataclass
@@ -252,8 +257,8 @@ class WorkerPool:
         if self._lifeline is None:
             self._lifeline = self._ctx.Pipe(duplex=False)
         parent, child = self._ctx.Pipe()
-        process = self._ctx.Process(target=_worker_main, daemon=True,
-                                    args=(child, self._lifeline[0], self.target, self.memory_mb, self.setup))
+        process = _WorkerProcess(target=_worker_main, daemon=True,
+                                 args=(child, self._lifeline[0], self.target, self.memory_mb, self.setup))
         _start_server()
         process.start()
         child.close()
@@ -427,6 +432,39 @@ class WorkerPool:
         self.close()
 
 
+_PREPARATION = multiprocessing.spawn.get_preparation_data
+
+
+def _without_main(name: str) -> dict[str, Any]:
+    data: dict[str, Any] = _PREPARATION(name)
+    data.pop("init_main_from_path", None)
+    data.pop("init_main_from_name", None)
+    return data
+
+
+class _Popen(multiprocessing.popen_forkserver.Popen):
+    """Python makes each new process run the parent's main module first (as `__mp_main__`), so that
+    functions defined there unpickle. A worker needs none of it: its target and setup are found by
+    module name. Run, the main module would re-run a user's script (a run inside every worker, where
+    the script has no `if __name__ == "__main__":`), and a script fed on stdin or `python -c` cannot
+    be re-run at all (`<stdin>` is no file): every worker would die on start. So the parent leaves the
+    main module out of what it sends, for this pool's workers only, while it launches one."""
+
+    def _launch(self, process_obj: Any) -> None:
+        with _LAUNCH_LOCK:
+            multiprocessing.spawn.get_preparation_data = _without_main
+            try:
+                super()._launch(process_obj)  # type: ignore[misc]
+            finally:
+                multiprocessing.spawn.get_preparation_data = _PREPARATION
+
+
+class _WorkerProcess(multiprocessing.context.ForkServerProcess):
+    @staticmethod
+    def _Popen(process_obj: Any) -> Any:
+        return _Popen(process_obj)
+
+
 def start_early(preload: list[str]) -> None:
     """Start this process's fork server now, importing `preload`, so that it loads them while this
     process goes on (the command line: its own imports, reading the data) and the first pool finds it
@@ -451,9 +489,8 @@ def _no_resource_tracker() -> None:
 
 def _set_preload(modules: list[str]) -> None:
     """Takes effect when this process starts its fork server, i.e. for its first pool; the server then
-    lives as long as the process. The main module is not among them: Python's fork server never
-    imports it (it looks for a "main_path" the parent never sends), so every worker imports it on
-    start, which is why the `logicpipe` command's main module is tiny (logicpipe/__main__.py). Before
+    lives as long as the process. The main module is not among them, and no worker runs it (_Popen
+    says why). Before
     Python 3.11 the server cannot be kept off the working directory (no PYTHONSAFEPATH), so it preloads
     nothing there: each worker then imports from the parent's path, more slowly."""
     wanted = modules if sys.version_info >= (3, 11) else []

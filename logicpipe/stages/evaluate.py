@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 
 from ..core.jsonl import write_json_if_changed
-from ..core.records import EvaluateRecord, InterpretRecord
+from ..core.records import EvaluateRecord, InterpretRecord, Usage
 from ..core.trajectory import Trajectory
 from ..report.gold import reference
 from .context import RunContext, StageReport
@@ -29,7 +29,9 @@ def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
     new = 0
     for trajectory in inputs:
         assert trajectory.interpreted is not None
-        record = score(trajectory.interpreted, trajectory.problem.answer)
+        usage = trajectory.usage()
+        cost = ctx.config.cost(usage.prompt_tokens, usage.completion_tokens) if usage is not None else None
+        record = score(trajectory.interpreted, trajectory.problem.answer, usage, cost)
         if stage.done.get(trajectory.id) != record:
             stage.write(record)
             new += 1
@@ -52,9 +54,12 @@ def conclude(ctx: RunContext) -> None:
     write_json_if_changed(ctx.store.path / METRICS_FILE, ctx.metrics)
 
 
-def score(record: InterpretRecord, answer: str | None) -> EvaluateRecord:
+def score(record: InterpretRecord, answer: str | None, usage: Usage | None = None,
+          cost: float | None = None) -> EvaluateRecord:
     return EvaluateRecord(
         id=record.id, gold=answer, predicted=record.predicted, final=record.final,
         executed=record.executed, error=record.error,
         correct_executed=record.executed and record.predicted is not None and record.predicted == answer,
-        correct=record.final is not None and record.final == answer, backup=record.backup)
+        correct=record.final is not None and record.final == answer, backup=record.backup,
+        tokens=None if usage is None else usage.prompt_tokens + usage.completion_tokens,
+        cost=None if cost is None else round(cost, 8))

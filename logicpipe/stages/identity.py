@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import __version__
+from ..core.errors import UsageError
 from ..core.records import text_sha
 from ..data.loaders import data_root
 from ..llm.constrain import grammar_hash
@@ -127,5 +128,19 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
     recorded = folder.recorded().get("stages", {})
     # Nothing was refined yet: a run may now add a refinement model.
     unrefined = recorded.get("refine") == {"model": None} and not any(folder.path.glob("refine-*.jsonl"))
-    return folder.settle(wanted, always=("ids", "exclude_ids", "formalism", "subset"), fresh=("refine",) if unrefined else (),
-                         notes=NOTES)
+    fresh: tuple[str, ...] = ("refine",) if unrefined else ()
+    always = ("ids", "exclude_ids", "formalism", "subset")
+    then = recorded.get("interpret")
+    if "interpret" in stages and then is not None and then != wanted["stages"]["interpret"]:
+        # Only the answers' options changed (--backup, --seed): the programs and verdicts stand, and the
+        # interpret stage alone is redone. Everything else must match first (the records are kept if not);
+        # then its records go before the new options are recorded, so a run stopped in between redoes it.
+        try:
+            folder.settle({**wanted, "stages": {**wanted["stages"], "interpret": then}}, always, fresh, NOTES)
+        except UsageError:
+            folder.settle(wanted, always, fresh, NOTES)  # refused again, naming every field that differs
+            raise
+        for name in ("interpret", "evaluate"):
+            folder.stage_path(name).unlink(missing_ok=True)
+        fresh += ("interpret",)
+    return folder.settle(wanted, always=always, fresh=fresh, notes=NOTES)

@@ -16,8 +16,10 @@ from .config import RunConfig
 _NO_ANSWER_IS_UNEXECUTED = {"smt"}
 
 
-def _percent(part: int, whole: int) -> float:
-    return round(100.0 * part / whole, 2) if whole else 0.0
+def _percent(part: int, whole: int) -> float | None:
+    """A rate in percent; None (null in JSON, `–` in tables) where nothing was counted: Exe_Acc when no
+    program executed is undefined, not 0."""
+    return round(100.0 * part / whole, 2) if whole else None
 
 
 class Tally:
@@ -68,10 +70,9 @@ class Tally:
             if 0 in t.solved:
                 self.first += 1
                 self.first_executed += executed(t.solved[0].error)
-            records = [t.formulated, *t.refined.values(), *t.decided.values(), t.interpreted]
-            for record in records:
-                if record is not None and record.usage is not None:
-                    self.usage = record.usage if self.usage is None else self.usage + record.usage
+            usage = t.usage()
+            if usage is not None:
+                self.usage = usage if self.usage is None else self.usage + usage
             for decision in t.decided.values():
                 self.decided += 1
                 self.revised += decision.revised
@@ -142,6 +143,9 @@ class Tally:
                 cost = (tokens.prompt_tokens * (config.price_prompt or 0)
                         + tokens.completion_tokens * (config.price_completion or 0)) / 1e6
                 extra["cost"] = round(cost, 6)
+                # None where nothing was counted (no problem; no correct answer): undefined, not free.
+                extra["cost_per_problem"] = round(cost / self.total, 8) if self.total else None
+                extra["cost_per_correct"] = round(cost / self.correct, 8) if self.correct else None
                 if config.batch or config.batch_export is not None:  # the replies came through batches
                     extra["batch_cost"] = round(cost * config.batch_discount, 6)
         return extra

@@ -88,6 +88,7 @@ def _check(config: RunConfig, stages: list[str], problems: ProblemSet, prompts: 
         if config.programs is None and config.model is None:
             raise UsageError("formulate needs --programs FILE (replay) or --model NAME (an LLM writes the programs)")
         if config.programs is not None:
+            _check_replayed_formalism(config, prompts)
             known = index_programs(config.programs)
             _check_written(config, known, task)
             if len(known) and not any(identifier in known for identifier in problems.ids):
@@ -129,16 +130,30 @@ def _check_written(config: RunConfig, programs: Programs | WrittenPrograms, task
             raise DataError(f"{unknown} in {task.name}/{task.split}")
 
 
+def _fits(config: RunConfig, prompts: PromptSet) -> list[str]:
+    """The formalisms the task takes (as `logicpipe list` shows them): its own, and each with a prompt for it."""
+    spec = config.spec
+    return [name for name in solver_names() if name == spec.solver or prompts.has(f"{spec.prompt}-{name}")]
+
+
+def _check_replayed_formalism(config: RunConfig, prompts: PromptSet) -> None:
+    """A replay's --formalism is the formalism its programs are run as: one the task does not take would
+    run them through the wrong solver (MCQA's ASP programs parsed as FOL) and report 0% executed."""
+    other = config.other_formalism
+    if other is not None and other not in (fits := _fits(config, prompts)):
+        raise UsageError(f"--formalism {other}: {config.spec.key} takes {', '.join(fits)} only; its programs "
+                         f"would be run as {other}")
+
+
 def _check_prompt(config: RunConfig, prompts: PromptSet, task: Task) -> None:
     """The formulate prompt; for --formalism, a missing one is answered with the formalisms that have one."""
     other = config.other_formalism
     if other is None or prompts.has(task.prompt):
         prompts.get(task.prompt)
         return
-    spec = config.spec
-    fits = [name for name in solver_names() if name == spec.solver or prompts.has(f"{spec.prompt}-{name}")]
-    raise UsageError(f"--formalism {other}: no prompt '{task.prompt}' for {spec.key}; the formalisms with a prompt "
-                     f"for it: {', '.join(fits)} (or write {task.prompt}.txt into a --prompts folder)")
+    raise UsageError(f"--formalism {other}: no prompt '{task.prompt}' for {config.spec.key}; the formalisms with a "
+                     f"prompt for it: {', '.join(_fits(config, prompts))} (or write {task.prompt}.txt into a --prompts "
+                     "folder)")
 
 
 def _templates(config: RunConfig, stages: list[str], task: Task) -> list[str]:

@@ -148,15 +148,52 @@ def read_json(path: Path, warnings: list[str]) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def find_runs(path: Path, dataset: str | None = None) -> list[tuple[str, Path]]:
+    """Every run folder at `path` or at any depth below it, as (label, folder) in path order: `path` alone
+    when it is one (labelled with its name), else each folder below holding run.json or metrics.json,
+    labelled with its path relative to `path` (`folio`, `fol/folio`, `baseline-cot/folio`, `kb-batch`).
+    A run folder's own folders are not looked into (its batches/ folder is no run), nor are hidden
+    folders or links to folders (a loop). With `dataset`, only the folders of that dataset's name. The
+    one rule by which every command that reads runs (status, view, export, failures, explain) finds them."""
+    runs_in(path)
+    if is_run_folder(path):
+        found = [(path.name, path)]
+    else:
+        found = []
+        stack = [path]
+        while stack:
+            parent = stack.pop()
+            try:
+                children = sorted(parent.iterdir())
+            except OSError:
+                continue  # unreadable: nothing of it can be shown
+            below = [d for d in children if d.is_dir() and not d.is_symlink() and not d.name.startswith(".")]
+            found += [(d.relative_to(path).as_posix(), d) for d in below if is_run_folder(d)]
+            stack += reversed([d for d in below if not is_run_folder(d)])
+        found.sort(key=lambda item: item[0].split("/"))
+    if not found:
+        raise UsageError(f"{path} holds no run records (no folder with {RUN_FILE} or {METRICS_FILE} in it or "
+                         "below it)")
+    if dataset is None:
+        return found
+    keep = of_dataset(path, [folder for _, folder in found], dataset)
+    return [(label, folder) for label, folder in found if folder in keep]
+
+
 def stage_dirs(run_dir: Path, dataset: str | None = None) -> list[Path]:
-    """The dataset directories of RUN (or RUN itself when it is one), only `dataset`'s if given."""
-    runs_in(run_dir)
-    folders = [d for d in sorted(run_dir.iterdir()) if d.is_dir() and is_run_folder(d)]
-    if not folders and is_run_folder(run_dir):  # given RUN/<dataset> itself
-        folders = [run_dir]
-    if not folders:
-        raise UsageError(f"{run_dir} holds no run records (no <dataset>/ folder with stage files)")
-    return folders if dataset is None else of_dataset(run_dir, folders, dataset)
+    """The pipeline's run folders find_runs finds at or below RUN (only `dataset`'s if given): a kb
+    batch holds no programs, answers or scores (`view` and `status` show it)."""
+    found = find_runs(run_dir, dataset)
+    runs = [folder for _, folder in found if not is_kb_batch(folder)]
+    if not runs:
+        raise UsageError(f"{run_dir} holds only kb batches ({', '.join(label for label, _ in found)}): "
+                         f"`logicpipe view {run_dir}` or `logicpipe status {run_dir}` shows them")
+    return runs
+
+
+def is_kb_batch(folder: Path) -> bool:
+    """A kb batch's folder (`kb ask --questions`, `kb validate --answers`): its run.json names the KB."""
+    return "kb" in read_json(folder / RUN_FILE, [])
 
 
 def runs_in(run_dir: Path) -> None:

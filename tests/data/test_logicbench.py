@@ -253,3 +253,15 @@ def test_our_asp_programs_pick_the_gold_choice_of_mcqa_propositional_and_first_o
     assert all(v["correct"] == v["total"] == 3 for v in metrics["by_pattern"].values())
     run = json.loads((tmp_path / "run" / "logicbench-mcqa" / "run.json").read_text())
     assert run["stages"]["formulate"]["prompts"] == {"logicbench-mcqa": PromptSet().get("logicbench-mcqa").hash}
+
+
+def test_a_replay_through_a_formalism_the_task_does_not_take_is_one_line_before_anything_is_written(tmp_path):
+    # MCQA takes ASP only (`logicpipe list`): its ASP programs replayed "as FOL" ran 0% and exited 0.
+    programs = ROOT / "logicpipe" / "data" / "logicbench_programs" / "mcqa-nm-asp.jsonl"
+    done = cli("run", "-d", "logicbench-mcqa", "--formalism", "fol", "--programs", str(programs),
+               "--out", str(tmp_path / "out"))
+    assert done.returncode == 2
+    assert done.stderr == "error: --formalism fol: logicbench-mcqa takes asp only; its programs would be run as fol\n"
+    assert not (tmp_path / "out").exists()
+    listed = cli("list").stdout
+    assert "logicbench-mcqa" in listed and "formalisms=asp " in listed

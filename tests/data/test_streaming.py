@@ -52,7 +52,7 @@ def test_a_one_line_file_with_other_than_ascii_and_repeated_ids(tmp_path, monkey
     ('[{"id": "a", "raw_logic_programs": ["x"]}, 7]', "record 1 has no 'id'"),
     ('[{"raw_logic_programs": ["x"]}]', "record 0 has no 'id'"),
     ('[{"id": "a", "raw_logic_programs": {"x": 1}}]', "record 0 ('a'): raw_logic_programs is an object"),
-    ('[{"id": "a", "raw_logic_programs": ["x"]}] [', "malformed JSON at line 1 (Extra data)"),
+    ('[{"id": "a", "raw_logic_programs": ["x"]}] [', "malformed JSON at line 1, column 44: Extra data"),
 ])
 def test_a_bad_programs_file_fails_as_the_whole_file_reader_says(tmp_path, text, message):
     path = tmp_path / "bad.json"

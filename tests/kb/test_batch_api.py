@@ -122,7 +122,7 @@ def test_kb_ask_killed_while_polling_resumes_its_batch_and_submits_none_again(kb
         # The killed run's batch of goals was polled and read, not created again; then the answers' batch.
         assert [purposes(b) for b in server.batches] == [{"kb-goals"}, {"kb-answer"}]
         assert not server.requests
-        assert "1 batches created, 1 of an earlier run read" in again.stderr
+        assert "1 batch created, 1 of an earlier run read" in again.stderr
     done = records(out)
     assert [r["id"] for r in done] == ids
     assert all(r["answer"] == f"ANSWER FOR {r['id']}" and r["error"] is None for r in done)
@@ -153,11 +153,11 @@ def test_batch_size_splits_a_wave_and_a_timeout_stops_with_records_kept(kbcli, t
                 *model(server, tmp_path, "late"), "--batch", *POLL]
         late = kbcli(*args, "--batch-timeout", "1")
         assert late.returncode == 4, late.stderr
-        assert "--batch: 1 batches still running after --batch-timeout 1 s" in late.stderr
+        assert "--batch: 1 batch still running after --batch-timeout 1 s" in late.stderr
         assert "5 of 5 requests not answered yet (submitted in batches); finished records are kept" in late.stderr
         # Without --batch they would be paid for twice: refused in one line, nothing sent.
         alone = kbcli(*[a for a in args if a not in ("--batch", *POLL)])
-        assert alone.returncode == 2 and "batches not read yet" in alone.stderr and alone.stderr.count("\n") == 1
+        assert alone.returncode == 2 and "1 batch not read yet" in alone.stderr and alone.stderr.count("\n") == 1
         assert not server.requests
         server.batch_delay = 0.1
         # --overwrite starts the records afresh, not the batches: the running one is polled, not sent again.

@@ -109,7 +109,7 @@ def test_a_module_kb_is_checked_in_its_own_module(kbcli, tmp_path):
     done = kbcli("kb", "check", str(broken))
     assert done.returncode == 1
     assert f"{broken}:2: error: broken:r/1 calls broken:s/1, which is not defined" in done.stderr
-    assert done.stdout.split() == ["broken:r/1", "1", "clauses", str(broken)]
+    assert done.stdout.split() == ["broken:r/1", "1", "clause", str(broken)]  # one clause, not "1 clauses"
 
 
 def test_load_errors_fail_and_a_looping_directive_is_bounded(kbcli, tmp_path):

@@ -224,3 +224,13 @@ def test_a_batch_record_may_carry_its_own_percepts(kbcli, tmp_path):
     assert storm["results"][0]["proved"] is False
     assert storm["percepts"][-2:] == ["p_weather = storm", "p_hour = 12"]
     assert "\\+bad_weather(storm) (negation as failure: the negated goal holds)" in storm["context"]
+
+
+def test_validate_of_an_unreadable_reply_is_unknown_not_invalid(kbcli, tmp_path):
+    # The model's reply holds no claims: nothing was checked, which is no verdict on the answer.
+    with FakeOpenAI(lambda body: "I cannot split this answer into claims.") as server:
+        done = kbcli("kb", "validate", str(CAMPUS), "--answer", "Hopper teaches cs301.", *NOW,
+                     *model_args(server, tmp_path), timeout=60)
+    assert done.returncode == 3, done.stderr
+    assert done.stdout.strip() == ("valid: unknown (no claim was checked: the reply is not a JSON list of "
+                                   '{"claim": ..., "goal": ...} objects)')

@@ -77,4 +77,4 @@ def test_a_capped_single_question_says_no_answer_is_written(kbcli, tmp_path):
         assert len(server.requests) == 1  # the goals; the answer's request is held back
     assert stopped.returncode == 4 and stopped.stdout == ""
     last = stopped.stderr.strip().splitlines()[-1]
-    assert "1 of 1 requests not sent; no answer is written; re-run with a higher cap" in last, last
+    assert "1 of 1 request not sent; no answer is written; re-run with a higher cap" in last, last

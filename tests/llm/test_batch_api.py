@@ -238,14 +238,14 @@ def test_batches_running_at_the_timeout_stop_the_run_and_a_re_run_polls_them(dat
         args = [*common(data_dir, fake, tmp_path, "run", limit=3), "--batch", "--batch-poll", "0.2"]
         late = cli(*args, "--batch-timeout", "1")
         assert late.returncode == 4, late.stderr
-        assert "--batch: 1 batches still running after --batch-timeout 1 s" in late.stderr
+        assert "--batch: 1 batch still running after --batch-timeout 1 s" in late.stderr
         assert "3 of 3 requests not answered yet (submitted in batches); finished records are kept" in late.stderr
         # Without --batch, the same requests would be paid for again, one by one: refused in one line.
         record = tmp_path / "run" / "prontoqa" / "batches.json"
         for extra in ([], ["--overwrite"]):
             alone = cli(*[a for a in args if a not in ("--batch", "--batch-poll", "0.2")], *extra)
             assert alone.returncode == 2 and alone.stderr == (
-                f"error: {record} names 1 batches not read yet (paid for, perhaps still running): re-run with --batch "
+                f"error: {record} names 1 batch not read yet (paid for, perhaps still running): re-run with --batch "
                 f"to collect them, nothing is submitted twice (to pay for their requests again one by one, remove "
                 f"{record})\n"), alone.stderr
         assert len(fake.requests) == 0

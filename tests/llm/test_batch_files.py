@@ -51,6 +51,8 @@ def test_a_run_through_batch_files_gives_the_synchronous_runs_records(data_dir, 
                  "--out", str(tmp_path / "batch"), "--batch-export", str(given)]
         first = cli(*batch)
         assert first.returncode == 4 and len(fake.requests) == asked, first.stderr  # nothing sent
+        # An expected stop, said as one: no `error:` line for a script to read as a failure.
+        assert "error" not in first.stderr and first.stderr.splitlines()[-1].startswith("paused: --batch-export: ")
         assert "--batch-export: 12 requests written to" in first.stderr
         assert "12 of 12 requests not sent; finished records are kept" in first.stderr
         lines = [json.loads(line) for line in given.read_text().splitlines()]
@@ -60,7 +62,7 @@ def test_a_run_through_batch_files_gives_the_synchronous_runs_records(data_dir, 
         run_batch(fake, given, output, fail={"ProntoQA_3"})
         again = cli(*batch, "--batch-import", str(output))
         assert again.returncode == 4, again.stderr
-        assert "--batch-import stored 11 replies (1 failed lines); --batch-export: 1 requests" in again.stderr
+        assert "--batch-import stored 11 replies (1 failed line); --batch-export: 1 request written" in again.stderr
         for _ in range(3):  # the failed one, then any refinement round's requests
             run_batch(fake, given, output)
             done = cli(*batch, "--batch-import", str(output))

@@ -145,3 +145,17 @@ def test_the_curve_has_whole_steps_and_a_zero_to_one_axis(tmp_path: Path) -> Non
 def test_a_folder_without_state_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(DataError, match="no optimisation state"):
         write_report(tmp_path)
+
+
+def test_a_candidate_rejected_before_it_named_a_prompt_is_no_none_none(tmp_path: Path) -> None:
+    # Every attempt of the step was rejected before the optimiser said which prompt it rewrites: the
+    # table showed "None/None".
+    build(tmp_path)
+    state = OptimizeState(tmp_path)
+    state.append_candidates([CandidateRecord(step=4, kind="prompt", status="rejected", attempts=3,
+                                             reason="the rewrite dropped {{context}}")])
+    state.append_steps([StepRecord(step=4, val_score=0.75, calls=3)])
+    write_report(tmp_path)
+    report = (tmp_path / "report.md").read_text()
+    assert "None" not in report
+    assert "| 4 | 0.750 | prompt (no rewrite written) | – | – | rejected: the rewrite dropped {{context}}" in report

@@ -22,7 +22,9 @@ def test_explain_shows_problem_gold_prediction_and_the_refuted_query(tmp_path):
     done = cli("explain", str(tmp_path), "--id", "c2", "--task", str(FILES / "cats.yaml"))
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
-    assert lines[:6] == ["c2 (cats, solver lp)", "question: Is the following true? Tom is a dog.",
+    # The premises first: what the program was written from (issue 49: explain did not show them).
+    assert lines[:9] == ["c2 (cats, solver lp)", "context:", "  Tom is a cat.", "  No cat is a dog.",
+                         "question: Is the following true? Tom is a dog.",
                          "  A) True", "  B) False", "  C) Unknown", "gold: B   predicted: B   right"]
     assert "query Dog(Tom, True) is refuted: its negation is derived" in lines
     unknown = cli("explain", str(tmp_path), "--id", "c3", "--task", str(FILES / "cats.yaml")).stdout
@@ -133,14 +135,16 @@ def test_markup_in_model_text_is_shown_as_text(tmp_path):
     assert "fact: Tom [/dim] is [bold]a cat[/]" in shown.stdout
 
 
-def test_explain_of_a_folder_that_holds_runs_names_them(tmp_path):
-    # `explain results --id ...` where the run's --out was results/cats-run: the error names that run.
-    _run_cats(tmp_path / "results" / "cats-run")
+def test_explain_finds_a_run_below_the_folder_given_and_names_the_runs_an_id_is_ambiguous_in(tmp_path):
+    # `explain results --id ...` where the run's --out was results/deep/cats-run: found at any depth.
+    _run_cats(tmp_path / "results" / "deep" / "cats-run")
     done = cli("explain", str(tmp_path / "results"), "--id", "c1")
-    assert done.returncode == 2
-    assert f"(it holds the runs {tmp_path / 'results' / 'cats-run'}: give the --out of the run" in done.stderr
-    _run_cats(tmp_path / "results")  # a run of its own there too: the id is searched there, then the hint
+    assert done.returncode == 0, done.stderr
+    assert "c1" in done.stdout
+    _run_cats(tmp_path / "results")  # a run of its own there too: c1 is in both, which one is the reader's to say
+    done = cli("explain", str(tmp_path / "results"), "--id", "c1")
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "id 'c1' was solved in 2 runs under" in done.stderr and str(tmp_path / "results" / "cats") in done.stderr
     done = cli("explain", str(tmp_path / "results"), "--id", "c9")
     assert done.returncode == 2 and done.stderr.startswith("error: no solve record for id 'c9' under ")
-    assert f"it holds the runs {tmp_path / 'results' / 'cats-run'}:" in done.stderr
-    assert cli("explain", str(tmp_path / "results" / "cats-run"), "--id", "c1").returncode == 0
+    assert cli("explain", str(tmp_path / "results" / "deep" / "cats-run"), "--id", "c1").returncode == 0

@@ -104,3 +104,34 @@ def test_the_logicbench_table_replays_our_programs_and_counts_every_question_wit
 
     assert docs_figures().figures(tmp_path)["logicbench"] == json.loads(docs_figures().GOLDEN.read_text())["logicbench"], \
         "a replay no longer gives docs/reproduce.md's LogicBench table: run make reproduce, then scripts/docs_figures.py"
+
+
+def _offline(tmp_path, data):
+    """No LogicBench anywhere and nothing to download: the quick look of docs/reproduce.md on a machine
+    that has only Logic-LM's files."""
+    empty = tmp_path / "no-datasets"
+    empty.mkdir(exist_ok=True)
+    return {"LOGICPIPE_DATA": str(data), "LOGICPIPE_DATASETS": str(empty), "LOGICPIPE_CACHE": str(tmp_path / "cache"),
+            "LOGICPIPE_DATA_URL": "http://127.0.0.1:9/unreachable"}
+
+
+def test_reproduce_writes_the_tables_it_has_data_for_and_names_the_others(data_dir, tmp_path):
+    # A data folder with one released program file, and no LogicBench: Table 3, Table 2 and the chart are
+    # made; the LogicBench table is named as not made, with why, and the command succeeds.
+    data = tmp_path / "logic-lm"
+    (data / "programs").mkdir(parents=True)
+    (data / "data").symlink_to(data_dir / "data")
+    (data / "programs" / "ProntoQA_dev_gpt-4.json").symlink_to(data_dir / "programs" / "ProntoQA_dev_gpt-4.json")
+    out = tmp_path / "results"
+    done = cli("reproduce", "--out", str(out), "--limit", "3", env=_offline(tmp_path, data))
+    assert done.returncode == 0, done.stderr
+    assert [line for line in done.stderr.splitlines() if line.startswith("not made:")] == \
+        [next(line for line in done.stderr.splitlines() if line.startswith("not made: logicbench: LogicBench's data: "))]
+    assert "| prontoqa | gpt-4 | 3 |" in (out / "table3.md").read_text() and (out / "table2.md").exists()
+    assert (out / "accuracy.png").exists() and not (out / "logicbench.md").exists()
+    # No program file either: no table can be made, one line, non-zero.
+    (data / "programs" / "ProntoQA_dev_gpt-4.json").unlink()
+    done = cli("reproduce", "--out", str(tmp_path / "none"), "--limit", "3", env=_offline(tmp_path, data))
+    [error] = [line for line in done.stderr.splitlines() if not line.startswith("replaying ")]
+    assert done.returncode == 2 and "; logicbench: LogicBench's data: " in error
+    assert error.startswith("error: no table could be made: table3, table2, accuracy.png: Logic-LM's data or programs: ")

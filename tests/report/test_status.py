@@ -33,7 +33,7 @@ def test_status_shows_the_batches_still_out_and_then_the_finished_run(data_dir, 
         [itself] = json.loads(status(str(run_dir / "prontoqa"), "--json"))
         assert itself["dataset"] == "prontoqa" and itself["pending"] == 1
         shown = status(str(run_dir))
-        assert out["id"] in shown and "1 batches not read yet: a run going on polls them; else re-run" in shown
+        assert out["id"] in shown and "1 batch not read yet: a run going on polls them; else re-run" in shown
         # --refresh asks the provider, and writes nothing.
         before = (run_dir / "prontoqa" / "batches.json").read_text()
         fake.batch_delay = 0.1
@@ -85,7 +85,9 @@ def test_status_of_a_kb_batch_counts_its_records_and_its_batches(tmp_path):
     # A kb batch writes no metrics.json: whether it finished is not known, and the text says only its records.
     assert folder["finished"] is None
     [line] = [line for line in status(str(out)).splitlines() if line.startswith("kb:")]
-    assert line == "kb: 3 problems with records (ask 3)"
+    used = [json.loads(record)["usage"] for record in (out / "ask.jsonl").read_text().splitlines()]
+    tokens = sum(u["prompt_tokens"] + u["completion_tokens"] for u in used)
+    assert line == f"kb: 3 problems with records (ask 3); {tokens:,} tokens" and folder["tokens"] == tokens
 
 
 def test_status_finds_the_runs_of_compare_and_baseline_and_asks_each_its_provider(data_dir, tmp_path):
@@ -117,12 +119,15 @@ def test_status_finds_the_runs_of_compare_and_baseline_and_asks_each_its_provide
         assert fresh["lp/prontoqa"]["batches"][0]["status"] == "completed"
         assert fresh["baseline-cot/prontoqa"]["batches"][0]["status"] in ("validating", "in_progress")
         assert not fresh["lp/prontoqa"]["warnings"] and not fresh["baseline-cot/prontoqa"]["warnings"]
-    # Run folders are looked for up to 3 levels down, no further.
+    # Run folders are found at any depth (stages/store.py find_runs, the rule every command shares).
     (tmp_path / "deep" / "a").mkdir(parents=True)
     (out / "lp").rename(tmp_path / "deep" / "a" / "lp")
     [folder] = json.loads(status(str(tmp_path / "deep"), "--json"))
     assert folder["label"] == "a/lp/prontoqa" and folder["pending"] == 1
     (tmp_path / "deeper").mkdir()
     (tmp_path / "deep").rename(tmp_path / "deeper" / "deep")
-    done = cli("status", str(tmp_path / "deeper"))
+    [folder] = json.loads(status(str(tmp_path / "deeper"), "--json"))
+    assert folder["label"] == "deep/a/lp/prontoqa" and folder["pending"] == 1
+    (tmp_path / "empty" / "a" / "b" / "c").mkdir(parents=True)
+    done = cli("status", str(tmp_path / "empty"))
     assert done.returncode == 2 and done.stderr.count("\n") == 1 and "holds no run records" in done.stderr

@@ -210,3 +210,30 @@ def test_a_logicpipe_folder_in_the_working_directory_changes_nothing_in_the_work
     assert done.stderr == ""
     records = solved(tmp_path / "out", "prontoqa")
     assert len(records) == 4 and all(r["error"] is None and r["verdict"] for r in records)
+
+
+# A pool started by a script with no `if __name__ == "__main__":` guard. Each worker that ran the
+# script again (as Python does for a new process's main module) would start a pool inside itself.
+UNGUARDED = textwrap.dedent("""
+    import os
+    from logicpipe.runtime.pool import SolverCall, WorkerPool
+    with WorkerPool("tests.runtime.test_pool:nap", workers=2) as pool:
+        outcomes = pool.map([SolverCall(str(i), {"seconds": 0}, 60) for i in range(4)])
+    print(sorted(o.status for o in outcomes), all(o.value != os.getpid() for o in outcomes))
+""")
+
+
+@pytest.mark.parametrize("how", ["stdin", "script"])
+def test_workers_start_from_python_fed_on_stdin_and_from_an_unguarded_script(how, tmp_path):
+    # On stdin the main module is `<stdin>`, which a worker cannot re-run: every worker died on start.
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env = {**os.environ, "PYTHONPATH": root}
+    if how == "stdin":
+        done = subprocess.run([sys.executable, "-"], input=UNGUARDED, cwd=tmp_path, env=env,
+                              capture_output=True, text=True, timeout=120)
+    else:
+        (tmp_path / "start.py").write_text(UNGUARDED)
+        done = subprocess.run([sys.executable, "start.py"], cwd=tmp_path, env=env, capture_output=True, text=True,
+                              timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["['ok',", "'ok',", "'ok',", "'ok']", "True"]

@@ -109,3 +109,20 @@ def test_validate_reads_only_so_a_folder_it_cannot_write_in_is_fine(data_dir):
                           cwd="/proc/self", env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("prontoqa dev: 500 problems")
+
+
+def test_a_malformed_jsonl_line_is_named_by_its_line_and_column_and_the_whole_fault(tmp_path):
+    # Was "cats.jsonl:4: malformed JSON at line 1 (Invalid control character at)": the line within the
+    # line, and json's message cut before its place.
+    from tests.conftest import ROOT
+
+    files = ROOT / "tests" / "data" / "files"
+    (tmp_path / "cats.yaml").write_text((files / "cats.yaml").read_text())
+    rows = (files / "cats.jsonl").read_text().splitlines()[:3]
+    (tmp_path / "cats.jsonl").write_text("\n".join([*rows, '{"qid": "c9", "premises": ["Tom\tis"], "claim": "x", '
+                                                   '"label": "True"}']) + "\n")
+    done = cli("run", "--task", str(tmp_path / "cats.yaml"), "--programs", str(files / "cats_programs.json"),
+               "--out", str(tmp_path / "out"))
+    assert done.returncode == 2 and not (tmp_path / "out").exists()
+    assert done.stderr == (f"error: {tmp_path / 'cats.jsonl'}:4: malformed JSON at column 32: Invalid control "
+                           "character (a raw tab or line break inside a string: write it as \\t or \\n)\n")

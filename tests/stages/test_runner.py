@@ -242,3 +242,26 @@ def test_a_finished_replay_can_add_a_refinement_model_later(data_dir, tmp_path):
         assert done.returncode == 0, done.stderr
     interpreted = records(tmp_path / "out" / "logicaldeduction" / "interpret.jsonl")
     assert [r["executed"] for r in interpreted] == [True, True] and interpreted[0]["round"] == 1
+
+
+def test_changing_only_the_backup_redoes_the_interpret_stage_alone(data_dir, tmp_path):
+    assert replay(data_dir, tmp_path, "--limit", "6", dataset="folio", programs="FOLIO_dev_gpt-4.json").returncode == 0
+    stage_dir = tmp_path / "folio"
+    kept = {name: (stage_dir / name).read_bytes() for name in ("formulate.jsonl", "solve.jsonl")}
+    done = replay(data_dir, tmp_path, "--limit", "6", "--backup", "none", dataset="folio",
+                  programs="FOLIO_dev_gpt-4.json")
+    assert done.returncode == 0, done.stderr
+    assert {name: (stage_dir / name).read_bytes() for name in kept} == kept  # programs and verdicts stand
+    stages = {line.split("│")[1].strip(): line.split("│")[3].strip() for line in done.stdout.splitlines()
+              if line.count("│") == 5 and line.split("│")[1].strip() in ("formulate", "solve", "interpret")}
+    assert stages == {"formulate": "0", "solve": "0", "interpret": "6"}  # new records per stage
+    assert json.loads((stage_dir / "run.json").read_text())["stages"]["interpret"] == {"backup": "none", "seed": 0}
+    answers = records(stage_dir / "interpret.jsonl")
+    assert len(answers) == 6 and all(r["backup"] is None for r in answers)
+    assert all(r["final"] is None for r in answers if not r["executed"])  # no backup: no answer where none ran
+    assert json.loads((stage_dir / "metrics.json").read_text())["backup"] == "none"
+    # With another option changed too, nothing is redone: refused, naming every field.
+    line = one_line(replay(data_dir, tmp_path, "--limit", "6", "--backup", "random", "--timeout", "9",
+                           dataset="folio", programs="FOLIO_dev_gpt-4.json"))
+    assert "solve.timeout" in line and "interpret.backup" in line
+    assert len(records(stage_dir / "interpret.jsonl")) == 6

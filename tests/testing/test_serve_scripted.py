@@ -63,7 +63,7 @@ def test_a_task_dry_runs_through_the_batch_api(tmp_path: Path):
         assert done.returncode == 0, done.stderr
     finally:
         err = stop(server) if server.poll() is None else server.stderr.read()
-    assert "answered 0 requests, and 1 batches of the batch API" in err
+    assert "answered 0 requests, and 1 batch of the batch API" in err
     metrics = json.loads((tmp_path / "run" / "cats" / "metrics.json").read_text())
     assert (metrics["source"], metrics["total"]) == ("llm:scripted", 4)
     assert [b["status"] for b in json.loads((tmp_path / "run" / "cats" / "batches.json").read_text())["batches"]] == \

@@ -12,7 +12,8 @@ from .charts import failure_chart, rate_chart
 from .run import RunView, load_run
 
 _METRICS = [("total", "total"), ("executed", "executed"), ("Exe_Rate", "exe_rate"), ("Exe_Acc", "exe_acc"),
-            ("accuracy", "accuracy"), ("backup", "backup"), ("source", "source"), ("split", "split")]
+            ("accuracy", "accuracy"), ("cost", "cost"), ("cost per correct", "cost_per_correct"), ("backup", "backup"),
+            ("source", "source"), ("split", "split")]
 
 
 # Problems a page embeds per dataset unless asked otherwise: keeps the page of a large run small and quick.
@@ -76,12 +77,16 @@ def _shown(view: RunView) -> str:
     return f'<ul class="shown">{"".join(notes)}</ul>' if notes else ""
 
 
+def _money(value: object) -> str | None:
+    return f"${value:.6g}" if isinstance(value, (int, float)) else None
+
+
 def _cell(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.2f}"
     if isinstance(value, dict):
         return escape(", ".join(f"{k}: {v}" for k, v in value.items()) or "none")
-    return escape("" if value is None else str(value))
+    return escape("–" if value is None else str(value))  # undefined (or not recorded), never 0
 
 
 def _metrics_table(datasets: list[dict]) -> str:
@@ -91,7 +96,8 @@ def _metrics_table(datasets: list[dict]) -> str:
     rows = []
     for entry in datasets:
         metrics = entry["metrics"]
-        cells = [entry["key"], *(metrics.get(key) for _, key in _METRICS), metrics.get("failures", {})]
+        cells = [entry["key"], *(_money(metrics.get(key)) if key.startswith("cost") else metrics.get(key)
+                                 for _, key in _METRICS), metrics.get("failures", {})]
         rows.append("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in cells) + "</tr>")
     return (f'<table class="metrics"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
             + _gold_agreement(datasets) + _groups(datasets))

@@ -18,9 +18,10 @@ from ...core.errors import UsageError
 from ...core.records import DecisionRecord, FormulateRecord, Record, SolveRecord
 from ...core.trajectory import Trajectory
 from ...data import DatasetSpec, load_task_file
-from ...stages.store import read_recorded, stage_dirs
+from ...stages.store import find_runs, read_json, read_recorded
 from ..gold import AGREEMENT_FILE
 from ..problems import recorded_problems
+from .kb import kb_rows
 
 _LINE = re.compile(r"\bline (\d+)")
 
@@ -40,27 +41,34 @@ def load_run(run_dir: Path, data_dir: Path | str | None = None, dataset: str | N
     file their run.json names, or the built-in dataset. `window` keeps only those problems of each
     dataset (in run order): a page over a large run stays small; the metrics still cover them all."""
     spec = load_task_file(task) if task is not None else None
-    folders = stage_dirs(run_dir, dataset)
-    if spec is not None and spec.key not in {folder.name for folder in folders}:
+    runs = find_runs(run_dir, dataset)
+    if spec is not None and spec.key not in {folder.name for _, folder in runs}:
         raise UsageError(f"task {spec.key} ({task}) has no directory in {run_dir} "
-                         f"(it has: {', '.join(folder.name for folder in folders)})")
+                         f"(it has: {', '.join(label for label, _ in runs)})")
     view = RunView(path=run_dir)
-    for folder in folders:
-        view.problems += _dataset(view, folder, spec, data_dir, window)
+    for label, folder in runs:
+        identity = read_json(folder / "run.json", view.warnings)
+        if "kb" in identity:  # a kb batch: its inputs, goals and proofs
+            entry, rows = kb_rows(folder, label, identity.get("stages") or {}, view.warnings)
+            view.datasets.append(entry)
+            view.problems += rows
+        else:
+            view.problems += _dataset(view, folder, label, spec if spec is not None and spec.key == folder.name
+                                      else None, data_dir, window)
     return view
 
 
-def _dataset(view: RunView, folder: Path, task: DatasetSpec | None, data_dir: Path | str | None,
+def _dataset(view: RunView, folder: Path, label: str, task: DatasetSpec | None, data_dir: Path | str | None,
              window: slice | None) -> list[dict]:
     recorded = read_recorded(folder, view.warnings, window)
-    view.datasets.append({"key": recorded.key, "metrics": recorded.metrics, "problems": recorded.total,
+    view.datasets.append({"key": label, "metrics": recorded.metrics, "problems": recorded.total,
                           "first": (window.start or 0) if window is not None else 0,
                           "shown": len(recorded.trajectories)})
     texts = {key: problem.model_dump() for key, problem in
              recorded_problems(recorded, task, data_dir, view.warnings,
                                [t.id for t in recorded.trajectories] if window is not None else None).items()}
     held = _gold_agreement(folder, view.warnings)
-    problems = [_problem(recorded.key, trajectory, texts.get(trajectory.id, {})) for trajectory in recorded.trajectories]
+    problems = [_problem(label, trajectory, texts.get(trajectory.id, {})) for trajectory in recorded.trajectories]
     for problem in problems:
         if problem["id"] in held:
             problem["gold_program"] = held[problem["id"]]
@@ -132,6 +140,9 @@ def _problem(dataset: str, trajectory: Trajectory, text: dict) -> dict:
         "message": str(error.get("message", "")) if error else "",
         "refinements": len(history) - 1,
         "rounds": history,
+        # The problem's model calls, every stage's, and what they cost at the run's prices (None: unknown).
+        "tokens": evaluated.get("tokens"),
+        "cost": evaluated.get("cost"),
     }
 
 

@@ -190,12 +190,13 @@
   }
 
   function roundView(round, last) {
-    const title = round.round === 0 ? "program (round 0)" : "refinement round " + round.round;
+    // A kb batch's rounds are its goals (or claims), each titled by the viewer.
+    const title = round.title || (round.round === 0 ? "program (round 0)" : "refinement round " + round.round);
     const section = el("details", { class: "round", open: last, "data-round": String(round.round) }, el("summary", null, title,
       round.error ? el("span", { class: "error-tag" }, " " + text(round.error.category)) : el("span", { class: "ok-tag" }, " executed")));
     if (round.diff && round.diff.length) section.append(el("h4", null, "changes from the previous round"), diffView(round.diff));
     if (round.error) section.append(el("div", { class: "error" }, text(round.error.category) + ": " + text(round.error.message)));
-    section.append(el("h4", null, "program"), programView(round.program, round.error_line));
+    section.append(el("h4", null, round.title ? "goal" : "program"), programView(round.program, round.error_line));
     section.append(field("verdict", round.verdict));
     section.append(el("h4", null, "solver explanation"), explanationView(round.explanation));
     const details = Object.fromEntries(Object.entries(round.details || {}).filter(([, v]) => !isEmpty(v)));
@@ -213,7 +214,9 @@
     detail.append(el("h3", null, p.dataset + " / " + p.id));
     detail.append(field("gold", p.gold), field("predicted", p.predicted), field("final", p.final),
       field("correct", p.correct === true ? "yes" : p.correct === false ? "no" : "unknown"),
-      p.backup ? field("backup", p.backup) : "");
+      p.backup ? field("backup", p.backup) : "",
+      p.tokens !== null && p.tokens !== undefined ? field("tokens", p.tokens.toLocaleString("en")) : "",
+      p.cost !== null && p.cost !== undefined ? field("cost", "$" + p.cost) : "");
     if (p.gold_program) {  // a run held against the dataset's gold programs (gold_agreement.jsonl)
       const g = p.gold_program;
       detail.append(field("gold program's verdict", g.verdict === null ? "none (" + text(g.error) + ")" : g.verdict),
@@ -225,7 +228,7 @@
     if (p.context !== null && p.context !== undefined) detail.append(el("h4", null, "context"), el("p", { class: "context" }, p.context));
     if (p.question !== null && p.question !== undefined) detail.append(el("h4", null, "question"), el("p", null, p.question));
     if (p.options && p.options.length) detail.append(el("h4", null, "options"), el("ul", { class: "options" }, ...p.options.map((o) => el("li", null, o))));
-    if (p.context === null || p.context === undefined) detail.append(el("p", { class: "hint" }, "problem text not available (pass --data-dir or set LOGICPIPE_DATA)"));
+    if ((p.context === null || p.context === undefined) && p.kind !== "kb") detail.append(el("p", { class: "hint" }, "problem text not available (pass --data-dir or set LOGICPIPE_DATA)"));
     p.rounds.forEach((round, i) => detail.append(roundView(round, i === p.rounds.length - 1)));
   }
 
