@@ -23,7 +23,22 @@ def render_summary(console: Console, metrics: dict, stages: list) -> None:
     console.print(table)
     _groups(console, metrics)
     _failures(console, metrics, "failures by category")
+    _lenient(console, metrics)
     _stages(console, stages)
+
+
+def _lenient(console: Console, metrics: dict) -> None:
+    """How many executed programs needed each named leniency (docs/tasks.md), beside Logic-LM's grammar."""
+    lenient = metrics.get("lenient") or {}
+    if not lenient.get("programs"):
+        return
+    table = Table(title=f"lenient: {lenient['programs']} executed programs needed a named rule, "
+                        f"{lenient['beyond_logic_lm']} one Logic-LM's parser lacks (--strict refuses those)")
+    table.add_column("rule")
+    table.add_column("programs", justify="right")
+    for rule, count in lenient["rules"].items():
+        table.add_row(rule, str(count))
+    console.print(table)
 
 
 def _groups(console: Console, metrics: dict) -> None:
