@@ -10,6 +10,15 @@ from typing import Any, Protocol
 from ..core.errors import PrerequisiteError
 
 
+@dataclass(frozen=True)
+class Rule:
+    """A named leniency of a parser (a solver's `rules`): what it accepts beyond the documented grammar, and
+    whether Logic-LM's own parser for that language accepts it too (`--strict` refuses those it does not)."""
+
+    says: str
+    logic_lm: bool
+
+
 @dataclass
 class Limits:
     seconds: float = 10.0

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from ..core.errors import ProgramParseError
+from .base import Rule
 
 
 @dataclass(frozen=True)
@@ -65,14 +66,6 @@ class Quant:
     kind: str  # all, exists
     var: str
     body: object
-
-
-@dataclass(frozen=True)
-class Rule:
-    """A leniency: what it accepts beyond the documented grammar, and whether Logic-LM's code accepts it."""
-
-    says: str
-    logic_lm: bool
 
 
 RULES = {
@@ -265,8 +258,7 @@ class _Parser:
         quantifier = self.take()
         kind = quantifier[0]
         names = [self.take("NAME")[1]]
-        while self.peek()[0] == "NAME" and self.tokens[self.index + 1][0] not in ("LP",) \
-                and self.peek()[1] not in self.bound and self._another_variable():
+        while self.peek()[0] == "NAME" and self.peek()[1] not in self.bound and self._another_variable():
             self.use("variable-list", self.peek()[2])
             names.append(self.take("NAME")[1])
         if self.peek()[0] in ("COMMA", "DOT"):
@@ -283,9 +275,13 @@ class _Parser:
         return body
 
     def _another_variable(self) -> bool:
-        # `∀x y (...)`: a second bare name directly after the first is another variable.
-        following = self.tokens[self.index + 1][0]
-        return following in ("LP", "ALL", "EXISTS", "NOT", "DOT", "NAME", "LB") and len(self.peek()[1]) <= 2
+        # `∀x y (...)`: a second bare name directly after the first is another variable; `∀x y(...)`, with no
+        # space before the parenthesis, is the formula y(...).
+        name, column = self.peek()[1:]
+        following, at = self.tokens[self.index + 1][0], self.tokens[self.index + 1][2]
+        if following == "LP" and at == column + len(name):
+            return False
+        return following in ("LP", "ALL", "EXISTS", "NOT", "DOT", "NAME", "LB") and len(name) <= 2
 
     def atom(self) -> Any:
         token = self.peek()
