@@ -32,8 +32,9 @@ def _lenient(console: Console, metrics: dict) -> None:
     lenient = metrics.get("lenient") or {}
     if not lenient.get("programs"):
         return
-    table = Table(title=f"lenient: {lenient['programs']} executed programs needed a named rule, "
-                        f"{lenient['beyond_logic_lm']} one Logic-LM's parser lacks (--strict refuses those)")
+    console.print(f"lenient: {lenient['programs']} executed programs needed a named rule, {lenient['beyond_logic_lm']} "
+                  f"one Logic-LM's code does not read so (--strict refuses those)", markup=False, highlight=False)
+    table = Table(title="lenient rules")
     table.add_column("rule")
     table.add_column("programs", justify="right")
     for rule, count in lenient["rules"].items():

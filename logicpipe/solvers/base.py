@@ -13,7 +13,8 @@ from ..core.errors import PrerequisiteError
 @dataclass(frozen=True)
 class Rule:
     """A named leniency of a parser (a solver's `rules`): what it accepts beyond the documented grammar, and
-    whether Logic-LM's own parser for that language accepts it too (`--strict` refuses those it does not)."""
+    whether Logic-LM's own code for that language reads it the same way (`--strict` refuses those it does
+    not: its parser rejects them, or gives them another meaning)."""
 
     says: str
     logic_lm: bool

@@ -263,8 +263,10 @@ class _Parser:
             names.append(self.take("NAME")[1])
         if self.peek()[0] in ("COMMA", "DOT"):
             stray, written = self.peek()[1], f"{quantifier[1]}{names[-1]}"
+            after = self.tokens[self.index + 1]
+            other = after[1] if after[0] == "NAME" and after[1] != names[-1] else "y" if names[-1] != "y" else "z"
             self.fail(f"stray {stray!r} after the quantifier {written}: " + (
-                f"write one quantifier per variable, {written} {quantifier[1]}y" if stray == "," else
+                f"write one quantifier per variable, {written} {quantifier[1]}{other}" if stray == "," else
                 f"a quantifier is followed directly by its formula, as in {written} (P({names[-1]}) → Q({names[-1]}))"))
         self.state = "Q" if self.state != "F" else "F"
         self.bound.extend(names)

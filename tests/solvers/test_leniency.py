@@ -13,7 +13,7 @@ from logicpipe.solvers.fol_parser import RULES, parse_formula
 
 
 @pytest.mark.parametrize("text, column, says", [
-    ("∃y, x ∃z :   (mammals and reptiles)", 3, "stray ',' after the quantifier ∃y: write one quantifier per variable"),
+    ("∃y, x ∃z :   (mammals and reptiles)", 3, "stray ',' after the quantifier ∃y: write one quantifier per variable, ∃y ∃x"),
     ("∃y ∃z : (Mammal(y) ∧ Reptile(z))", 7, "stray ':' after the quantifier ∃z"),
     ("∀x. Dog(x)", 3, "stray '.' after the quantifier ∀x"),
     ("∀x, y Likes(x, y)", 3, "stray ','"),

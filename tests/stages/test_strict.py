@@ -50,7 +50,7 @@ def test_lenient_is_recorded_and_counted_and_strict_refuses_what_logic_lm_lacks(
     assert metrics["executed"] == 3
     assert metrics["lenient"] == {"programs": 2, "beyond_logic_lm": 1,
                                   "rules": {"free-variable": 1, "nested-quantifier": 1}}
-    assert "lenient: 2 executed programs needed a named rule, 1 one Logic-LM's parser lacks" in done.stdout
+    assert "lenient: 2 executed programs needed a named rule, 1 one Logic-LM's code does not read so" in done.stdout
 
     strict = cli("run", "--task", str(task_file), "--programs", str(programs), "--out", str(tmp_path / "strict"),
                  "--strict")
