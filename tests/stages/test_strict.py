@@ -68,3 +68,28 @@ def test_lenient_is_recorded_and_counted_and_strict_refuses_what_logic_lm_lacks(
     # The same folder without --strict is another run: it says so rather than mixing the two.
     again = cli("run", "--task", str(task_file), "--programs", str(programs), "--out", str(tmp_path / "strict"))
     assert again.returncode != 0 and "strict" in again.stderr
+
+
+def test_refinement_is_told_the_located_fault_and_how_to_write_it(tmp_path):
+    from logicpipe.testing import FakeOpenAI, ScriptedReplies
+
+    task_file, _programs = task(tmp_path)
+    english = "Premises:\n∀x (Dog(x) → Pet(x))\nDog(rex) and Dog(fido)\nConclusion:\nPet(rex)\n"
+    nested = PROGRAMS["nested"]
+    replies = ScriptedReplies({"plain": [english], "nested": [nested], "free": [PROGRAMS["free"]]},
+                              repairs={"Dog(rex) and Dog(fido)": PROGRAMS["plain"],
+                                       "∃y Owns(y, x)": nested.replace("∃y Owns(y, x)", "Owned(x)")
+                                       .replace("∃y Owns(y, rex)", "Owned(rex)")})
+    with FakeOpenAI(replies) as fake:
+        done = cli("run", "--task", str(task_file), "--out", str(tmp_path / "out"), "--model", "fake",
+                   "--base-url", fake.url, "--llm-timeout", "5", "--strict", "--backup", "none")
+        assert done.returncode == 0, done.stderr
+        sent = {r["_logicpipe"]["problem"]: r["messages"][1]["content"] for r in fake.requests
+                if r["_logicpipe"]["purpose"] == "refine"}
+    assert set(sent) == {"plain", "nested"}  # `free` keeps to Logic-LM's reading: nothing to repair
+    assert "line 3, column 10: 'and' is an English word, not a connective: write ∧" in sent["plain"]
+    assert "never as the words and, or, not" in sent["plain"]
+    assert "line 2, column 14: a quantifier inside parentheses or an operand" in sent["nested"]
+    assert "--strict refuses the rule 'nested-quantifier'" in sent["nested"]
+    repaired = records(tmp_path / "out" / "dogs", "solve-1")
+    assert repaired["plain"]["verdict"] == "True" and repaired["nested"]["verdict"] == "True"
