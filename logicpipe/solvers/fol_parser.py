@@ -258,11 +258,14 @@ class _Parser:
         quantifier = self.take()
         kind = quantifier[0]
         names = [self.take("NAME")[1]]
-        while self.peek()[0] == "NAME" and self.peek()[1] not in self.bound and self._another_variable():
+        while self.peek()[0] == "NAME" and self.tokens[self.index + 1][0] not in ("LP",) \
+                and self.peek()[1] not in self.bound and self._another_variable():
             self.use("variable-list", self.peek()[2])
             names.append(self.take("NAME")[1])
         if self.peek()[0] in ("COMMA", "DOT"):
-            stray, written = self.peek()[1], f"{quantifier[1]}{names[-1]}"
+            # `∀x`, but `all x`: a word quantifier keeps its space.
+            stray = self.peek()[1]
+            written = f"{quantifier[1]}{' ' if quantifier[1][-1].isalpha() else ''}{names[-1]}"
             after = self.tokens[self.index + 1]
             other = after[1] if after[0] == "NAME" and after[1] != names[-1] else "y" if names[-1] != "y" else "z"
             self.fail(f"stray {stray!r} after the quantifier {written}: " + (
@@ -277,13 +280,10 @@ class _Parser:
         return body
 
     def _another_variable(self) -> bool:
-        # `∀x y (...)`: a second bare name directly after the first is another variable; `∀x y(...)`, with no
-        # space before the parenthesis, is the formula y(...).
-        name, column = self.peek()[1:]
-        following, at = self.tokens[self.index + 1][0], self.tokens[self.index + 1][2]
-        if following == "LP" and at == column + len(name):
-            return False
-        return following in ("LP", "ALL", "EXISTS", "NOT", "DOT", "NAME", "LB") and len(name) <= 2
+        # `∀x y P(x, y)`: a second bare name directly after the first is another variable (but `∀x y (...)`
+        # is the formula y(...), as nltk reads it: the grammars in llm/grammars follow this reading).
+        following = self.tokens[self.index + 1][0]
+        return following in ("ALL", "EXISTS", "NOT", "DOT", "NAME", "LB") and len(self.peek()[1]) <= 2
 
     def atom(self) -> Any:
         token = self.peek()
@@ -299,7 +299,7 @@ class _Parser:
             self.fail(f"quoted name {token[1]} is a constant, not a formula", token)
         if isinstance(left, Var):
             self.fail(f"variable '{left.name}' used as a formula", token)
-        if not left.name[0].isupper():
+        if not _CAPITAL.match(left.name):
             if isinstance(left, Func):
                 self.use("lowercase-predicate", token[2])
             elif left.name[0].isdigit():
@@ -372,6 +372,9 @@ def depth(node: Any) -> int:
     return deepest
 
 
+# A capital that starts a proposition or marks a predicate (Latin, Latin-1, Greek and Cyrillic capitals: what
+# llm/grammars/fol.gbnf spells as fol-capital).
+_CAPITAL = re.compile(r"[A-ZÀ-ÖØ-ÞΑ-ΡΣ-ΩЀ-Я]")
 # nltk's individual-variable spelling: one lowercase letter other than e, optionally numbered.
 _FREE_VARIABLE = re.compile(r"^[a-df-z]\d*$")
 # Binding strength and operator, loosest first.
