@@ -4,20 +4,26 @@ grammar, and whether Logic-LM's own parser reads it too), and how many of Logic-
 reads but `--strict` (Logic-LM's grammar) refuses. Parsing only: no solver runs, so it takes seconds.
 tests/docs/test_leniency.py holds the page to this script's output on the real data.
 
-usage: python scripts/leniency.py [--data DIR] [--write]   (DIR: default $LOGICPIPE_DATA)
+usage: python scripts/leniency.py [--data DIR] [--write] [--logic-lm FILE]
+  DIR: default $LOGICPIPE_DATA, else ../shared/logic-lm as `make` finds it;
+  FILE: what scripts/logiclm_fol_check.py printed (Logic-LM's own FOL code on the FOLIO files): prints how
+  its verdicts compare with what logicpipe and --strict read.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
 from logicpipe.core.errors import LogicPipeError
 from logicpipe.solvers import get_solver, solver_rules
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # scripts/ is no package; shared_data sits beside
+from shared_data import use_shared_data  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PAGE = ROOT / "docs" / "tasks.md"
@@ -36,19 +42,20 @@ def measure(data: Path) -> list[dict]:
         solver = get_solver(solver_name)
         for model in MODELS:
             records = json.loads((data / "programs" / f"{dataset}_dev_{model}.json").read_text())
-            parsed, rules = 0, {}
+            parsed, rules, failed = 0, {}, []
             for record in records:
                 programs = record.get("raw_logic_programs") or [""]
                 try:
                     program = solver.parse(programs[0])
                 except LogicPipeError:
+                    failed.append(str(record["id"]))
                     continue
                 parsed += 1
                 found = getattr(program, "lenient", None) or {}
                 if found:
                     rules[str(record["id"])] = sorted(found)
             rows.append({"dataset": dataset, "model": model, "solver": solver_name, "programs": len(records),
-                         "parsed": parsed, "rules": rules})
+                         "parsed": parsed, "rules": rules, "failed": failed})
     return rows
 
 
@@ -107,15 +114,38 @@ def write_page(page: str, block: str) -> str:
     return f"{head}{START}\n{block}\n{END}{rest.split(END, 1)[1]}"
 
 
+def compare(rows: list[dict], verdicts: dict) -> Counter[tuple[str, str, str]]:
+    """(logicpipe, --strict, Logic-LM's code) -> programs, over the files `verdicts` covers."""
+    counts: Counter[tuple[str, str, str]] = Counter()
+    for row in rows:
+        name = f"{row['dataset']}_dev_{row['model']}.json"
+        keys = {key.split(":", 1)[1]: value for key, value in verdicts.items() if key.split(":", 1)[0] == name}
+        if not keys:
+            continue
+        beyond = _beyond(row)
+        for key, theirs in keys.items():
+            parsed = key in row["rules"] or key not in row["failed"]
+            counts[("reads" if parsed else "refuses", "refuses" if not parsed or key in beyond else "reads",
+                    "reads" if theirs is True else "refuses")] += 1
+    return counts
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=os.environ.get("LOGICPIPE_DATA"),
+    parser.add_argument("--data", type=Path, default=use_shared_data(),
                         help="the folder holding Logic-LM's programs/ (default: $LOGICPIPE_DATA)")
     parser.add_argument("--write", action="store_true", help="write the tables into docs/tasks.md")
+    parser.add_argument("--logic-lm", type=Path, help="scripts/logiclm_fol_check.py's output, to compare with")
     args = parser.parse_args()
     if args.data is None:
         parser.error("set --data or LOGICPIPE_DATA to the folder holding Logic-LM's programs/")
-    block = render(measure(Path(args.data)))
+    rows = measure(Path(args.data))
+    if args.logic_lm is not None:
+        print("logicpipe | --strict | Logic-LM's code | programs")
+        for (ours, strict, theirs), count in sorted(compare(rows, json.loads(args.logic_lm.read_text())).items()):
+            print(f"{ours} | {strict} | {theirs} | {count}")
+        return
+    block = render(rows)
     if args.write:
         PAGE.write_text(write_page(PAGE.read_text(encoding="utf-8"), block), encoding="utf-8")
     else:

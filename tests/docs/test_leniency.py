@@ -45,3 +45,18 @@ def test_every_rule_of_every_parser_has_a_row():
     for solver in ("lp", "fol", "csp", "smt"):
         for rule in solver_rules(solver):
             assert f"| {solver} | `{rule}` |" in page, (solver, rule)
+
+
+def test_the_logic_lm_comparison_sorts_each_program_by_the_three_readings():
+    # Verdicts as scripts/logiclm_fol_check.py writes them, made up here for three FOLIO programs.
+    module = leniency()
+    rows = module.measure(released())
+    folio = next(row for row in rows if row["dataset"] == "FOLIO" and row["model"] == "gpt-4")
+    refused = next(iter(module._beyond(folio)))  # read by logicpipe, refused by --strict
+    failed = folio["failed"][0]  # refused by logicpipe's parser
+    clean = next(f"FOLIO_dev_{i}" for i in range(204) if f"FOLIO_dev_{i}" not in folio["rules"]
+                 and f"FOLIO_dev_{i}" not in folio["failed"])
+    verdicts = {f"FOLIO_dev_gpt-4.json:{refused}": False, f"FOLIO_dev_gpt-4.json:{failed}": "nltk: ValueError",
+                f"FOLIO_dev_gpt-4.json:{clean}": True}
+    assert module.compare(rows, verdicts) == {("reads", "refuses", "refuses"): 1, ("refuses", "refuses", "refuses"): 1,
+                                              ("reads", "reads", "reads"): 1}
