@@ -87,6 +87,7 @@ def _options(
     seed: int = typer.Option(0, "--seed", help="seed for the random backup"),
     timeout: Optional[float] = typer.Option(None, "--timeout", help="seconds per solver call (default: per dataset)"),
     memory_mb: int = typer.Option(2048, "--memory-mb", help="memory bound per solver worker, MB"),
+    strict: bool = typer.Option(False, "--strict", help="accept only what Logic-LM's own code reads the same way: a program that needs one of logicpipe's named leniencies that it does not (docs/tasks.md) is a parse error naming the rule"),
     executor: str = typer.Option("local", "--executor", help="where solver calls run: local (worker processes) or ray (a Ray cluster)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", envvar="RAY_ADDRESS", help="Ray cluster to join, e.g. 10.0.0.1:6379 (default: start Ray on this machine)"),
     ray_connect_timeout: float = typer.Option(30.0, "--ray-connect-timeout", help="seconds to join the --ray-address cluster before the run stops"),
@@ -148,7 +149,7 @@ def _id_file(path: Path | None, option: str) -> list[str] | None:
 # Which options each command shows; the others keep their defaults.
 _WHERE = {"dataset", "task", "formalism", "split", "out", "data_dir", "limit", "overwrite", "ids", "exclude_ids",
           "subset"}
-_SOLVER = {"workers", "timeout", "memory_mb", "executor", "ray_address", "ray_connect_timeout"}
+_SOLVER = {"workers", "timeout", "memory_mb", "strict", "executor", "ray_address", "ray_connect_timeout"}
 _LLM = {"model", "base_url", "max_concurrency", "temperature", "max_tokens", "llm_timeout", "max_retries",
         "price_prompt", "price_completion", "max_cost", "max_tokens_total", "llm_cache", "max_errors", "prompts",
         "batch_export", "batch_import", "batch", "batch_requests", "batch_timeout", "batch_poll", "batch_discount"}

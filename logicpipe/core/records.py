@@ -139,8 +139,11 @@ class SolveRecord(Record):
     round: int = 0
     program: str | None = None  # text_sha of the program(s) run
     node: str | None = None  # the Ray node that ran the call (--executor ray only)
+    # Each leniency the program needed (its solver's named rules, docs/tasks.md) -> where it was first
+    # needed ("line 4, column 7"): how a user tells an Exe_Rate on Logic-LM's grammar from ours.
+    lenient: dict[str, str] | None = None
 
-    OMITTED_WHEN_EMPTY = ("node",)
+    OMITTED_WHEN_EMPTY = ("node", "lenient")
 
 
 # Why semantic refinement kept or replaced a program: the revision won or lost the comparison, it did not

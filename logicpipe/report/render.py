@@ -31,6 +31,7 @@ def render_summary(console: Console, metrics: dict, stages: list) -> None:
     _gold(console, metrics)
     _groups(console, metrics)
     _failures(console, metrics, "failures by category")
+    _lenient(console, metrics)
     _stages(console, stages)
 
 
@@ -75,6 +76,21 @@ def _gold(console: Console, metrics: dict) -> None:
         line += (f"; the run's premises give the label for the gold conclusion on {premises.get('give_label')} of "
                  f"{premises.get('checked')} checked")
     _plain(console, line)
+
+
+def _lenient(console: Console, metrics: dict) -> None:
+    """How many executed programs needed each named leniency (docs/tasks.md), beside Logic-LM's grammar."""
+    lenient = metrics.get("lenient") or {}
+    if not lenient.get("programs"):
+        return
+    console.print(f"lenient: {lenient['programs']} executed programs needed a named rule, {lenient['beyond_logic_lm']} "
+                  f"one Logic-LM's code does not read so (--strict refuses those)", markup=False, highlight=False)
+    table = Table(title="lenient rules")
+    table.add_column("rule")
+    table.add_column("programs", justify="right")
+    for rule, count in lenient["rules"].items():
+        table.add_row(rule, str(count))
+    console.print(table)
 
 
 def _groups(console: Console, metrics: dict) -> None:

@@ -10,6 +10,16 @@ from typing import Any, Protocol
 from ..core.errors import PrerequisiteError
 
 
+@dataclass(frozen=True)
+class Rule:
+    """A named leniency of a parser (a solver's `rules`): what it accepts beyond the documented grammar, and
+    whether Logic-LM's own code for that language reads it the same way (`--strict` refuses those it does
+    not: its parser rejects them, or gives them another meaning)."""
+
+    says: str
+    logic_lm: bool
+
+
 @dataclass
 class Limits:
     seconds: float = 10.0

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import PrerequisiteError, ProgramCheckError, ProgramExecutionError, ProgramParseError
-from .base import Limits, SolverResult, installed
+from .base import Limits, Rule, SolverResult, installed
 from .pyexpr import BASE_NODES, clip, parse_expression, source
 from .sections import walk_sections
 
@@ -27,6 +27,11 @@ _COMPARE = {ast.Eq: operator.eq, ast.NotEq: operator.ne, ast.Lt: operator.lt, as
             ast.Gt: operator.gt, ast.GtE: operator.ge,
             ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b}
 _OPTION = re.compile(r"^\(?([A-Za-z])\)\s*(.*)$")
+# What the parser reads beyond the documented grammar (docs/tasks.md), each recorded on the program that needs it.
+RULES = {
+    "range-domain": Rule("a domain written range(a, b)", True),
+    "no-domain-section": Rule("a program without the Domain: section (Logic-LM's parser requires it)", False),
+}
 
 # A compiled expression takes the values of the variables it uses, in the order it first used them (its
 # `used` list): the form python-constraint calls a constraint with, so no dict is built per call.
@@ -47,16 +52,19 @@ class CSPProgram:
     constraints: list[Constraint] = field(default_factory=list)
     options: list[tuple[str, Compiled, str, list[str]]] = field(default_factory=list)  # letter, check, text, used
     notes: list[str] = field(default_factory=list)  # what the parser ignored or dropped
+    lenient: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)  # rule -> (line, column)
 
 
-def _sections(text: str, notes: list[str]) -> dict[str, list[tuple[int, str]]]:
+def _sections(text: str, program: CSPProgram) -> dict[str, list[tuple[int, str]]]:
     seen: set[str] = set()
     found: dict[str, list[tuple[int, str]]] = {name: [] for name in SECTIONS}
-    for line in walk_sections(text, SECTIONS, seen=seen, notes=notes):
+    for line in walk_sections(text, SECTIONS, seen=seen, notes=program.notes):
         found[line.section].append((line.number, line.code))
     for name in ("Variables", "Constraints", "Query"):
         if name not in seen:
             raise ProgramParseError(f"missing section '{name}:'")
+    if "Domain" not in seen:
+        program.lenient.setdefault("no-domain-section", (None, None))
     return found
 
 
@@ -202,6 +210,7 @@ def _constraint_module() -> Any:
 class CSPSolver:
     name = "csp"
     formalism = "constraint satisfaction (python-constraint2)"
+    rules = RULES
 
     def check(self) -> None:
         installed("constraint", _MISSING)
@@ -215,7 +224,7 @@ class CSPSolver:
         grammar (llm/grammars/csp.gbnf) rejects."""
         program = CSPProgram()
         checks: list[ProgramCheckError] = []
-        sections = _sections(text, program.notes)
+        sections = _sections(text, program)
         domains: dict[str, list[Any]] = {}  # variables mostly share one domain text
         for number, line in sections["Variables"]:
             name, sep, domain = line.partition("[IN]")
@@ -224,6 +233,8 @@ class CSPSolver:
                 raise ProgramParseError("expected 'name [IN] [values]'", number, text=clip(line))
             if name in program.variables:
                 checks.append(ProgramCheckError(f"variable '{name}' declared twice", number, text=clip(line)))
+            if domain.strip().startswith("range"):
+                program.lenient.setdefault("range-domain", (number, None))
             if domain not in domains:
                 try:
                     domains[domain] = _domain(domain, number)

@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.errors import ProgramExecutionError, ProgramParseError, SolverTimeout
 from .base import Limits, SolverResult
-from .fol_parser import Bin, Const, Eq, Func, Not, Pred, Quant, Var, parse_formula
+from .fol_parser import RULES, Bin, Const, Eq, Func, Not, Pred, Quant, Var, parse_formula
 from .prover9 import Search, Searches, error_message, prover9_path
 from .sections import walk_sections
 
@@ -29,6 +29,15 @@ class FOLProgram:
     premises: list[tuple[Any, str]] = field(default_factory=list)
     conclusion: tuple[Any, str] | None = None
     notes: list[str] = field(default_factory=list)
+    # Each leniency (fol_parser.RULES) the program needed -> (line, column) where it was first needed.
+    lenient: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+
+    def formula(self, code: str, number: int | None) -> Any:
+        rules: dict[str, int] = {}
+        node = parse_formula(code, number, rules)
+        for rule, column in rules.items():
+            self.lenient.setdefault(rule, (number, column))
+        return node
 
 
 def _spell(name: str) -> str:
@@ -82,6 +91,7 @@ def _term(node: Any, names: _Names) -> str:
 class FOLSolver:
     name = "fol"
     formalism = "first-order logic (Prover9)"
+    rules = RULES
 
     def check(self) -> None:
         prover9_path()
@@ -95,12 +105,13 @@ class FOLSolver:
             if line.section == "Predicates":
                 continue
             if line.section == "Premises":
-                program.premises.append((parse_formula(line.code, line.number), line.comment or line.code))
+                program.premises.append((program.formula(line.code, line.number), line.comment or line.code))
             elif program.conclusion is None:
-                program.conclusion = (parse_formula(line.code, line.number), line.comment or line.code)
+                program.conclusion = (program.formula(line.code, line.number), line.comment or line.code)
             else:
                 # Prose after the one conclusion ("Answer: True", a justification) is not part of it.
                 after.append(line.raw.strip())
+                program.lenient.setdefault("text-after-conclusion", (line.number, None))
         if program.conclusion is None:
             raise ProgramParseError("missing 'Conclusion:' section or conclusion")
         if not program.premises:

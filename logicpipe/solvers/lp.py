@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.errors import ProgramExecutionError, ProgramParseError
-from .base import Limits, SolverResult
+from .base import Limits, Rule, SolverResult
 from .lp_prolog import run_program, swipl_path
 from .sections import lines_note, quote, walk_sections
 
@@ -30,6 +30,23 @@ _NEGATED = re.compile(r"^\s*(?:!|~|¬|not\s+)\s*(.*)$|^\s*Not\s*\((.*)\)\s*$", r
 _PLACEHOLDERS = {"bool", "Bool", "Unknown", "unknown"}
 _TRUTH_WORDS = {"True", "False"}
 
+# What the parser reads beyond the documented grammar (docs/tasks.md), each recorded on the program that needs it.
+RULES = {
+    "negation-prefix": Rule("¬P(a, True), not P(a, True) or Not(P(a, True)) read as P(a, False)", False),
+    "missing-truth-value": Rule("an atom without its truth value, Cat(Tom), read as Cat(Tom, True)", False),
+    "quoted-constant": Rule("a quoted constant, 'Wren', read as Wren", False),
+    "multi-word-constant": Rule("a constant of several words, Big Cat", False),
+    "query-placeholder": Rule("a placeholder in the query's truth-value slot, P(c, bool), read as asking True "
+                              "(Logic-LM's code reads it as False)", False),
+    "text-after-query": Rule("lines after the first query line are ignored (Logic-LM reads the first)", True),
+}
+Lenient = dict[str, tuple[int | None, int | None]]
+
+
+def _use(lenient: Lenient | None, rule: str, line: int | None) -> None:
+    if lenient is not None:
+        lenient.setdefault(rule, (line, None))
+
 
 @dataclass(frozen=True)
 class Atom:
@@ -42,7 +59,7 @@ class Atom:
 
 
 @dataclass
-class Rule:
+class LPRule:
     body: list[Atom]
     head: Atom
     text: str
@@ -51,18 +68,20 @@ class Rule:
 @dataclass
 class LPProgram:
     facts: list[tuple[Atom, str]] = field(default_factory=list)
-    rules: list[Rule] = field(default_factory=list)
+    rules: list[LPRule] = field(default_factory=list)
     query: Atom | None = None
     notes: list[str] = field(default_factory=list)  # what the parser ignored, for explanation["ignored"]
+    lenient: Lenient = field(default_factory=dict)  # each rule of RULES the program needed -> (line, column)
 
 
-def _split_atom(text: str, line: int | None) -> tuple[str, list[str], bool | None]:
+def _split_atom(text: str, line: int | None, lenient: Lenient | None = None) -> tuple[str, list[str], bool | None]:
     """(predicate, arguments, truth value or None when the atom does not spell one)."""
     negated = _NEGATED.match(text)
     if negated:
         # A bare sign ('!' with nothing after it) leaves an empty group 1, which is still the one that matched.
         inner = negated.group(1) if negated.group(1) is not None else negated.group(2)
-        predicate, args, value = _split_atom(inner, line)
+        _use(lenient, "negation-prefix", line)
+        predicate, args, value = _split_atom(inner, line, lenient)
         return predicate, args, value is False
     match = _ATOM.match(text)
     if not match:
@@ -74,6 +93,7 @@ def _split_atom(text: str, line: int | None) -> tuple[str, list[str], bool | Non
     for index, arg in enumerate(args):
         quoted = _QUOTED.match(arg)
         if quoted:
+            _use(lenient, "quoted-constant", line)
             args[index] = quoted.group(1) or quoted.group(2)
         elif not _NAME.match(arg):
             raise ProgramParseError(f"bad argument '{arg}' (constants are names, variables are $names)", line, text=text)
@@ -82,28 +102,32 @@ def _split_atom(text: str, line: int | None) -> tuple[str, list[str], bool | Non
             # and read as the constant "Eve True" it would run and answer Unknown.
             raise ProgramParseError(f"'{arg}' is one name holding True or False: is a comma missing before it?",
                                     line, text=text)
+        elif " " in arg:
+            _use(lenient, "multi-word-constant", line)
     if not args:
         raise ProgramParseError("an atom needs at least one argument besides its truth value", line, text=text)
     return match.group(1), args, value
 
 
-def parse_atom(text: str, line: int | None) -> Atom:
-    predicate, args, value = _split_atom(text, line)
+def parse_atom(text: str, line: int | None, lenient: Lenient | None = None) -> Atom:
+    predicate, args, value = _split_atom(text, line, lenient)
+    if value is None:
+        _use(lenient, "missing-truth-value", line)
     return Atom(predicate, tuple(args), value is not False)
 
 
-def _parse_rules(code: str, number: int) -> list[Rule]:
+def _parse_rules(code: str, number: int, lenient: Lenient) -> list[LPRule]:
     body_text, _, head_text = code.partition(">>>")
     if ">>>" in head_text:
         raise ProgramParseError("a rule has exactly one '>>>'", number, text=code)
-    body = [parse_atom(part, number) for part in body_text.split("&&")]
+    body = [parse_atom(part, number, lenient) for part in body_text.split("&&")]
     # A conjunctive conclusion derives each of its atoms. A conclusion variable that no premise binds
     # reads as "for everything": the engine derives a general fact, which later matches any constant.
-    return [Rule(body, parse_atom(part, number), code) for part in head_text.split("&&")]
+    return [LPRule(body, parse_atom(part, number, lenient), code) for part in head_text.split("&&")]
 
 
-def _parse_query(text: str, number: int, arities: dict[str, set[int]], notes: list[str]) -> Atom:
-    predicate, args, value = _split_atom(text, number)
+def _parse_query(text: str, number: int, arities: dict[str, set[int]], notes: list[str], lenient: Lenient) -> Atom:
+    predicate, args, value = _split_atom(text, number, lenient)
     last = args[-1]
     if value is None and len(args) > 1 and (last in _PLACEHOLDERS or last.startswith("$")
                                             or len(args) - 1 in arities.get(predicate, ())):
@@ -112,6 +136,9 @@ def _parse_query(text: str, number: int, arities: dict[str, set[int]], notes: li
         args.pop()
         value = True
         notes.append(f"read the placeholder {quote(last)} in the query's truth-value slot as True")
+        _use(lenient, "query-placeholder", number)
+    elif value is None:
+        _use(lenient, "missing-truth-value", number)
     if any(a.startswith("$") for a in args):
         raise ProgramParseError("the query must not contain variables", number, text=text)
     return Atom(predicate, tuple(args), value is not False)
@@ -127,6 +154,7 @@ def _arities(atoms: Iterable[Atom]) -> dict[str, set[int]]:
 class LPSolver:
     name = "lp"
     formalism = "logic programming (SWI-Prolog)"
+    rules = RULES
 
     def check(self) -> None:
         swipl_path()
@@ -147,11 +175,12 @@ class LPSolver:
                     query = (line.code, line.number)
                 else:
                     after_query.append(line.raw)
+                    _use(program.lenient, "text-after-query", line.number)
             # A line's own syntax says what it is: LLMs put rules under Facts: and facts under Rules:.
             elif ">>>" in line.code:
-                program.rules.extend(_parse_rules(line.code, line.number))
+                program.rules.extend(_parse_rules(line.code, line.number, program.lenient))
             else:
-                program.facts.append((parse_atom(line.code, line.number), line.comment or line.code))
+                program.facts.append((parse_atom(line.code, line.number, program.lenient), line.comment or line.code))
         if not_declarations:
             program.notes.append(lines_note(len(not_declarations), "in Predicates: that are not declarations",
                                             not_declarations[0]))
@@ -160,7 +189,7 @@ class LPSolver:
         if not program.facts and not program.rules:
             raise ProgramParseError("the program has no facts and no rules")
         atoms = [atom for atom, _ in program.facts] + [a for r in program.rules for a in (r.head, *r.body)]
-        program.query = _parse_query(*query, _arities(atoms), program.notes)
+        program.query = _parse_query(*query, _arities(atoms), program.notes, program.lenient)
         if after_query:
             program.notes.append(lines_note(len(after_query), "after the query", after_query[0]))
         return program

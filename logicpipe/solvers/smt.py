@@ -21,7 +21,7 @@ from functools import cache
 from typing import Any
 
 from ..core.errors import PrerequisiteError, ProgramExecutionError, ProgramParseError, SolverTimeout
-from .base import Limits, SolverResult, installed
+from .base import Limits, Rule, SolverResult, installed
 from .pyexpr import BASE_NODES, INT_BOUND, clip, mark_scopes, parse_expression, source, symbol
 from .sections import split_comment
 
@@ -29,6 +29,12 @@ NODES = BASE_NODES | {ast.Subscript, ast.Slice}
 CHECKS = ("is_valid", "is_sat", "is_unsat", "is_accurate_list", "is_exception")
 _DECL = re.compile(r"^(\w+)\s*=\s*(EnumSort|IntSort|Function)\s*\((.*)\)\s*$")
 _LABEL = re.compile(r"\(([A-E])\)")
+_HEADERS = {"declarations": "# Declarations", "constraints": "# Constraints", "options": "# Options"}
+# What the parser reads beyond the documented grammar (docs/tasks.md), each recorded on the program that needs it.
+RULES = {
+    "header-spelling": Rule("a section header spelled other than '# Declarations', '# Constraints', '# Options' "
+                            "on a line of its own (Logic-LM finds the exact line)", False),
+}
 # Address space a solver worker needs to load libz3 and solve an AR-LSAT problem (measured: loading
 # alone fails below about 88 MB).
 Z3_MEMORY_MB = 128
@@ -54,6 +60,7 @@ class SMTProgram:
     functions: list[tuple[str, list[str], int]] = field(default_factory=list)  # (name, types, line)
     constraints: list[Line] = field(default_factory=list)
     options: list[tuple[str, Line]] = field(default_factory=list)
+    lenient: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)  # rule -> (line, column)
 
 
 def _members(text: str, number: int) -> list[str]:
@@ -83,6 +90,7 @@ def _function_types(text: str, number: int) -> list[str]:
 class SMTSolver:
     name = "smt"
     formalism = "satisfiability modulo theories (Z3)"
+    rules = RULES
 
     def check(self) -> None:
         installed("z3", _MISSING)
@@ -99,6 +107,8 @@ class SMTSolver:
                 word = code.lstrip("#").strip().lower()
                 if word in ("declarations", "constraints", "options"):
                     section = word
+                    if raw != _HEADERS[word]:
+                        program.lenient.setdefault("header-spelling", (number, None))
                     continue
                 if not comment:
                     continue  # a plain Python-style comment line

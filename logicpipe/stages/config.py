@@ -264,6 +264,8 @@ class RunConfig(TaskOptions):
     backup: Backup = "random"
     timeout: float | None = Field(default=None, gt=0, le=86400)
     memory_mb: int = Field(default=2048, ge=64, le=1 << 20)
+    # Accept only the grammar Logic-LM's own parsers accept: each named leniency they lack is a parse error.
+    strict: bool = False
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
     # Seconds that joining the cluster at ray_address may take before the run stops with one line.

@@ -46,8 +46,9 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
                 "prompts": prompts.identity(ctx.task.prompt), **_constraint(ctx),
                 **_paper(ctx, prompts.get(ctx.task.prompt))}
     if stage == "solve":
+        # `strict` only when set, so the run.json of runs made before the option existed still match.
         return {"solver": ctx.task.solver, "timeout": config.timeout or ctx.task.timeout,
-                "memory_mb": config.memory_mb}
+                "memory_mb": config.memory_mb, **({"strict": True} if config.strict else {})}
     if stage == "refine":
         model = config.refine_with
         if model is None:

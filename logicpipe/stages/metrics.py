@@ -9,6 +9,7 @@ from collections.abc import Iterable
 from ..core.records import ErrorCategory, EvaluateRecord, Usage, executed
 from ..core.trajectory import Trajectory
 from ..data.logicbench import group
+from ..solvers import solver_rules
 from .config import RunConfig
 
 # Logic-LM counts a Z3 program that selects no option as an execution error; for every other solver a
@@ -36,6 +37,9 @@ class Tally:
         self.usage: Usage | None = None
         self.decisions: Counter[str] = Counter()
         self.decided = self.revised = 0
+        # Executed programs that needed a named leniency: per rule, any rule, and a rule Logic-LM's parser lacks.
+        self.lenient: Counter[str] = Counter()
+        self.lenient_programs = self.beyond_logic_lm = 0
         # LogicBench: [total, executed, correct_executed, correct] per `<logic>/<pattern>` of the ids.
         self.groups: dict[str, list[int]] = {}
 
@@ -63,6 +67,7 @@ class Tally:
         return self
 
     def trajectories(self, trajectories: Iterable[Trajectory]) -> Tally:
+        beyond = {name for name, rule in solver_rules(self.solver).items() if not rule.logic_lm}
         for t in trajectories:
             if t.formulated is not None:
                 self.sources.add(t.formulated.source)
@@ -70,6 +75,11 @@ class Tally:
             if 0 in t.solved:
                 self.first += 1
                 self.first_executed += executed(t.solved[0].error)
+            final = t.latest_solve()
+            if final is not None and final.lenient and executed(final.error):
+                self.lenient.update(final.lenient.keys())
+                self.lenient_programs += 1
+                self.beyond_logic_lm += not beyond.isdisjoint(final.lenient)
             usage = t.usage()
             if usage is not None:
                 self.usage = usage if self.usage is None else self.usage + usage
@@ -80,19 +90,21 @@ class Tally:
         return self
 
     _COUNTS = ("total", "executed", "correct_executed", "correct", "paper_executed", "paper_correct",
-               "first", "first_executed", "decided", "revised")
+               "first", "first_executed", "decided", "revised", "lenient_programs", "beyond_logic_lm")
 
     def state(self) -> dict:
         """The tally as JSON, saved with each finished chunk (a resume adds it instead of re-reading)."""
         return {**{name: getattr(self, name) for name in self._COUNTS}, "rounds": self.rounds,
                 "failures": dict(self.failures), "sources": sorted(self.sources),
                 "decisions": dict(self.decisions), "usage": self.usage.model_dump() if self.usage else None,
+                "lenient": dict(self.lenient),
                 **({"groups": self.groups} if self.groups else {})}
 
     def add(self, state: dict) -> Tally:
         """Another tally's state added to this one."""
         for name in self._COUNTS:
-            setattr(self, name, getattr(self, name) + state[name])
+            setattr(self, name, getattr(self, name) + state.get(name, 0))  # a chunk saved before a count existed
+        self.lenient.update(state.get("lenient", {}))
         self.rounds = max(self.rounds, state["rounds"])
         self.failures.update(state["failures"])
         self.sources.update(state["sources"])
@@ -119,6 +131,10 @@ class Tally:
             "correct": self.correct,
             "accuracy": _percent(self.correct, self.total),
             "failures": dict(sorted(self.failures.items())),
+            # Executed programs that needed a named leniency (docs/tasks.md), and those that needed one Logic-LM's
+            # own parser lacks: Exe_Rate on Logic-LM's grammar is (executed - beyond_logic_lm) / total, or --strict.
+            "lenient": {"programs": self.lenient_programs, "beyond_logic_lm": self.beyond_logic_lm,
+                        "rules": dict(sorted(self.lenient.items()))},
             "backup": config.backup,
             "seed": config.seed,
         }

@@ -111,7 +111,10 @@ def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int,
             write(trajectory, SolveRecord(id=trajectory.id, error=error, program=sha, **base))
             return []
         expected[trajectory.id], shas[trajectory.id], by_id[trajectory.id] = len(programs), sha, trajectory
-        payload = {"solver": ctx.task.solver, "limits": {"seconds": timeout, "memory_mb": ctx.config.memory_mb}}
+        payload: dict[str, Any] = {"solver": ctx.task.solver,
+                                   "limits": {"seconds": timeout, "memory_mb": ctx.config.memory_mb}}
+        if ctx.config.strict:  # only Logic-LM's grammar: a program needing another leniency is a parse error
+            payload["strict"] = True
         # The hard bound leaves the solver's own limit room to report a clean timeout first.
         return [SolverCall(f"{trajectory.id}\x1f{index}", {**payload, "program": text}, timeout * 1.5 + 5)
                 for index, text in enumerate(programs)]
@@ -175,7 +178,8 @@ def solve_record(outcome: Outcome, identifier: str, sha: str | None, base: dict[
         return SolveRecord(**common, error=StageError(category=ErrorCategory.execution, message=outcome.message))
     result: SolverOutcome = outcome.value
     error = None if result.error is None else StageError(category=result.error.category, message=result.error.message)
-    return SolveRecord(**common, verdict=result.verdict, explanation=result.explanation, error=error)
+    return SolveRecord(**common, verdict=result.verdict, explanation=result.explanation, error=error,
+                       lenient=result.lenient)
 
 
 def vote(samples: list[SolveRecord]) -> SolveRecord:

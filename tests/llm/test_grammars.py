@@ -31,11 +31,11 @@ Big(x) ::: x is big
 Owns(x, y)
 Premises:
 ∀x (Big(x) → Red(x)) ::: all big things are red
-all x. (Red(x) & -Small(x)) -> Kind(x)
-exists x, y (Owns(x, y) ∧ x ≠ y)
+all x (Red(x) & -Small(x)) -> Kind(x)
+exists x ∃y (Owns(x, y) ∧ x ≠ y)
 ∃x ∀y (Owns(x, father(y)) ⊕ ¬Owns(y, x))
 Big("Mr Smith") ∨ Big(bob’s_dog) || [Small(8pm) <-> Red(2000)]
-Big(anne) xor Red(anne) implies Kind(anne) iff a = b
+Big(anne) ⊕ Red(anne) → Kind(anne) ↔ a = b
 
 Conclusion:
 Kind(anne) ::: Anne is kind
@@ -102,9 +102,9 @@ BROKEN = {
            LP.replace("Red('Mr Smith', False)", "Red(Mr-Smith, False)"), LP.replace(" >>> Kind", " >> Kind"),
            LP.replace("Kind(the old dog, True)", "Stella (True)"), LP.replace("Kind(Anne, False)", "Kind($x, False)")],
     "fol": [FOL.replace("∀x (Big(x) → Red(x))", "∀x (Big(x) → Red(x)"), FOL.replace("Kind(anne) :::", "Kind(anne) > 1 :::"),
-            FOL.replace("exists x, y (", "exists x, y {"), FOL.replace("Conclusion:", "Conclusion"),
+            FOL.replace("exists x ∃y (", "exists x ∃y {"), FOL.replace("Conclusion:", "Conclusion"),
             FOL.replace("-Small(x)", "-Small(x) $"), FOL.replace("Premises:", "Facts:"),
-            FOL.replace("exists x, y (", "all dogs are big (")],
+            FOL.replace("exists x ∃y (", "all dogs are big (")],
     "csp": [CSP.replace("red < blue", "red < < blue"), CSP.replace("[1, 2, 3]", "[1, 2, 3"),
             CSP.replace("A) red == 1", "A. red == 1"), CSP.replace("red < blue", "red = blue"),
             CSP.replace("// 2", "/ 2"), CSP.replace("blue [IN] range", "blue IN range")],
