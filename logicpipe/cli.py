@@ -17,7 +17,7 @@ from rich.console import Console
 from typer.exceptions import TyperException
 
 from . import __version__
-from .core.errors import DataError, LogicPipeError, PrerequisiteError, RunStopped
+from .core.errors import DataError, LogicPipeError, PrerequisiteError, RunStopped, UsageError, did_you_mean
 from .kb.cli import kb_app
 from .stages.config import STAGES, RunConfig, invalid_options
 from .typer_app import App
@@ -38,6 +38,8 @@ app.add_typer(kb_app, name="kb")
 # stay whole and tables are as wide as their contents (up to _PIPED_WIDTH).
 _PIPED_WIDTH = 250
 stdout = Console(soft_wrap=True)
+# The papers `reproduce --paper` replays: Logic-LM's released programs, or LINC's released generations.
+PAPERS = ("logic-lm", "linc")
 if not stdout.is_terminal:
     stdout = Console(soft_wrap=True, width=_PIPED_WIDTH)
 
@@ -484,10 +486,27 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
               model: Optional[str] = typer.Option(None, "--model", "-m", help="also run the Standard and CoT baselines"),
               base_url: Optional[str] = BASE_URL,
               max_concurrency: int = MAX_CONCURRENCY,
-              overwrite: bool = typer.Option(False, "--overwrite", help="discard the earlier replays in OUT and start afresh (needed to change --limit)")) -> None:
+              overwrite: bool = typer.Option(False, "--overwrite", help="discard the earlier replays in OUT and start afresh (needed to change --limit)"),
+              paper: str = typer.Option("logic-lm", "--paper", help="logic-lm, or linc: replay LINC's released generations from $LOGICPIPE_LINC (else downloaded) into linc.{md,csv,json}")) -> None:
     """Replay every released Logic-LM program file and our own LogicBench programs; write table3, table2 and
-    logicbench (.md, .csv, .json) and accuracy.png."""
+    logicbench (.md, .csv, .json) and accuracy.png. With --paper linc, replay LINC's released generations."""
     from .report.reproduce import reproduce as reproduce_all
+
+    if paper not in PAPERS:
+        raise UsageError(f"unknown paper '{paper}'{did_you_mean(paper, list(PAPERS))}; choose from {', '.join(PAPERS)}")
+    if paper == "linc":
+        if limit is not None or model is not None:
+            raise UsageError("--paper linc replays whole released files: drop --limit and --model")
+        from .report.linc import reproduce_linc
+
+        bar, update = _progress()
+        with bar:
+            done = reproduce_linc(out, data_dir, workers, update, overwrite=overwrite,
+                                  label=lambda text: console.print(f"replaying {text}", markup=False, highlight=False))
+        stdout.print((out / "linc.md").read_text(), markup=False, highlight=False, soft_wrap=True)
+        stdout.print(f"replayed {len(done['rows'])} LINC files in {done['seconds']} s; {len(done['differences'])} samples "
+                     f"differ from LINC's own verdict (listed in {out / 'linc-differences.md'})")
+        return
 
     # The dataset is replaced per baseline run; RunConfig's defaults are the run options' defaults.
     llm = RunConfig(dataset="folio", model=model, base_url=base_url, max_concurrency=max_concurrency) if model else None

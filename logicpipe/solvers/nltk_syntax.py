@@ -333,4 +333,4 @@ def _check_symbols(formulas: list[tuple[Any, str, int]]) -> None:
         if len(uses) > 1:
             raise ProgramParseError(f"'{name}' (arity {arity}) is used as a predicate (line {uses['relation']}) and "
                                     f"as a {'constant' if arity == 0 else 'function'} (line {uses['function']}); "
-                                    "Prover9 (and so LINC) refuses a symbol used as both", max(found.values()))
+                                    "Prover9 (and so LINC) refuses a symbol used as both", max(uses.values()))
