@@ -255,9 +255,41 @@ for _name in STAGES:
     _command(_name)(_stage_command)
 
 
-@_command("run")
-def run(config: RunConfig) -> None:
+_METHOD = inspect.Parameter("method", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
+                            default=typer.Option(None, "--method", help="a published method's settings (`logicpipe methods` lists them), or a method spec file NAME.json"))
+
+
+def _with_method(config: RunConfig, method: str | None, command: str) -> tuple[RunConfig, str | None]:
+    """The run options with the method's settings, and its baseline mode (None for a solver method). An
+    option given explicitly with another value than the method's is refused, before anything runs."""
+    if method is None:
+        return config, None
+    from .data.methods import load_method
+
+    spec = load_method(method)
+    if command == "run" and spec.baseline is not None:
+        raise UsageError(f"method '{spec.name}' answers without a solver: use `logicpipe baseline --method {spec.name}`")
+    if command == "baseline" and spec.baseline is None:
+        raise UsageError(f"method '{spec.name}' runs a solver: use `logicpipe run --method {spec.name}`")
+    if spec.syntax == "linc" and config.model and config.programs is None:
+        raise UsageError(f"method '{spec.name}' has no prompt shipped for its program syntax: replay its programs "
+                         "with --programs (or `logicpipe reproduce --paper linc`)")
+    options = spec.run_options()
+    for field, value in options.items():
+        given = getattr(config, field)
+        if given != RunConfig.model_fields[field].default and given != value:
+            flag = "--" + field.replace("_", "-")
+            raise UsageError(f"--method {spec.name} sets {flag} {value}; drop {flag} {given}")
+    try:
+        return RunConfig(**{**config.model_dump(exclude_unset=True), **options}), spec.baseline
+    except ValidationError as exc:
+        raise invalid_options(exc) from None
+
+
+@_command("run", [_METHOD])
+def run(config: RunConfig, method: Optional[str] = None) -> None:
     """All stages in order (formulate, solve, refine, interpret, evaluate); resumes what an earlier run left."""
+    config, _ = _with_method(config, method, "run")
     _report(list(STAGES), config)
 
 
@@ -307,11 +339,14 @@ _MODE = inspect.Parameter("mode", inspect.Parameter.KEYWORD_ONLY, annotation=str
                           default=typer.Option("cot", "--mode", help="standard or cot"))
 
 
-@_command("baseline", [_MODE])
-def baseline(config: RunConfig, mode: str) -> None:
+@_command("baseline", [_MODE, _METHOD])
+def baseline(config: RunConfig, mode: str, method: Optional[str] = None) -> None:
     """The paper's Standard or CoT baseline with the same client, cache and evaluator."""
     from .report.render import render_baseline_summary
     from .stages import baseline as run_baseline
+
+    config, chosen = _with_method(config, method, "baseline")
+    mode = chosen or mode
 
     bar, update = _progress()
     with bar:
@@ -522,6 +557,23 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
         stdout.print((out / table).read_text(), markup=False, highlight=False, soft_wrap=True)
     stdout.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "
                  f"tables and chart in {out}")
+
+
+@app.command("methods")
+def methods() -> None:
+    """List the shipped methods: paper, solver, samples, vote, refinement, what is reproduced here."""
+    from rich.table import Table
+
+    from .data.methods import shipped
+
+    table = Table("method", "paper", "solver", "samples", "vote", "refinement", "backup", "reproduced here")
+    for spec in shipped().values():
+        solver = spec.solver if spec.baseline is None else f"none ({spec.baseline})"
+        solver = "the task's" if solver == "task" else solver
+        refinement = "none" if spec.refine == "none" else f"{spec.refine}, {spec.max_rounds} rounds"
+        table.add_row(spec.name, f"{spec.title}: {spec.citation}", f"{solver} ({spec.syntax} syntax)" if spec.baseline is None else solver,
+                      f"{spec.samples} at T={spec.temperature}", spec.vote, refinement, spec.backup, spec.reproduced)
+    stdout.print(table)
 
 
 @app.command("optimize")
