@@ -9,6 +9,8 @@ export LOGICPIPE_DATA ?= $(if $(wildcard ../shared/logic-lm/data),$(abspath ../s
 # and the datasets beyond Logic-LM's (FOLIO v0.0's gold annotations) from ../shared/datasets unless LOGICPIPE_DATASETS
 # says otherwise; without either, they are downloaded at their pinned commits (sha256-checked) and cached.
 export LOGICPIPE_DATASETS ?= $(if $(wildcard ../shared/datasets/folio-v0.0),$(abspath ../shared/datasets),)
+# and LINC's released outputs from ../shared/linc unless LOGICPIPE_LINC says otherwise (else a pinned download).
+export LOGICPIPE_LINC ?= $(if $(wildcard ../shared/linc/outputs),$(abspath ../shared/linc),)
 
 .PHONY: setup test test-all test-ray-nodes test-llm test-llm-smoke check lint table3 table2 reproduce benchmark clean docs docs-cli
 

@@ -18,7 +18,15 @@ from rich.console import Console
 from typer.exceptions import TyperException
 
 from . import __version__
-from .core.errors import DataError, LogicPipeError, Paused, PrerequisiteError, RunStopped
+from .core.errors import (
+    DataError,
+    LogicPipeError,
+    Paused,
+    PrerequisiteError,
+    RunStopped,
+    UsageError,
+    did_you_mean,
+)
 from .core.words import counted
 from .kb.cli import kb_app
 from .stages.config import STAGES, RunConfig, invalid_options
@@ -40,6 +48,8 @@ app.add_typer(kb_app, name="kb")
 # stay whole and tables are as wide as their contents (up to _PIPED_WIDTH).
 _PIPED_WIDTH = 250
 stdout = Console(soft_wrap=True)
+# The papers `reproduce --paper` replays: Logic-LM's released programs, or LINC's released generations.
+PAPERS = ("logic-lm", "linc")
 if not stdout.is_terminal:
     stdout = Console(soft_wrap=True, width=_PIPED_WIDTH)
 
@@ -265,9 +275,41 @@ for _name in STAGES:
     _command(_name)(_stage_command)
 
 
-@_command("run")
-def run(config: RunConfig) -> None:
+_METHOD = inspect.Parameter("method", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
+                            default=typer.Option(None, "--method", help="a published method's settings (`logicpipe methods` lists them), or a method spec file NAME.json"))
+
+
+def _with_method(config: RunConfig, method: str | None, command: str) -> tuple[RunConfig, str | None]:
+    """The run options with the method's settings, and its baseline mode (None for a solver method). An
+    option given explicitly with another value than the method's is refused, before anything runs."""
+    if method is None:
+        return config, None
+    from .data.methods import load_method
+
+    spec = load_method(method)
+    if command == "run" and spec.baseline is not None:
+        raise UsageError(f"method '{spec.name}' answers without a solver: use `logicpipe baseline --method {spec.name}`")
+    if command == "baseline" and spec.baseline is None:
+        raise UsageError(f"method '{spec.name}' runs a solver: use `logicpipe run --method {spec.name}`")
+    if spec.syntax == "linc" and config.model and config.programs is None:
+        raise UsageError(f"method '{spec.name}' has no prompt shipped for its program syntax: replay its programs "
+                         "with --programs (or `logicpipe reproduce --paper linc`)")
+    options = spec.run_options()
+    for field, value in options.items():
+        given = getattr(config, field)
+        if given != RunConfig.model_fields[field].default and given != value:
+            flag = "--" + field.replace("_", "-")
+            raise UsageError(f"--method {spec.name} sets {flag} {value}; drop {flag} {given}")
+    try:
+        return RunConfig(**{**config.model_dump(exclude_unset=True), **options}), spec.baseline
+    except ValidationError as exc:
+        raise invalid_options(exc) from None
+
+
+@_command("run", [_METHOD])
+def run(config: RunConfig, method: Optional[str] = None) -> None:
     """All stages in order (formulate, solve, refine, interpret, evaluate); resumes what an earlier run left."""
+    config, _ = _with_method(config, method, "run")
     _report(list(STAGES), config)
 
 
@@ -317,11 +359,14 @@ _MODE = inspect.Parameter("mode", inspect.Parameter.KEYWORD_ONLY, annotation=str
                           default=typer.Option("cot", "--mode", help="standard or cot"))
 
 
-@_command("baseline", [_MODE])
-def baseline(config: RunConfig, mode: str) -> None:
+@_command("baseline", [_MODE, _METHOD])
+def baseline(config: RunConfig, mode: str, method: Optional[str] = None) -> None:
     """The paper's Standard or CoT baseline with the same client, cache and evaluator."""
     from .report.render import render_baseline_summary
     from .stages import baseline as run_baseline
+
+    config, chosen = _with_method(config, method, "baseline")
+    mode = chosen or mode
 
     bar, update = _progress()
     with bar:
@@ -495,11 +540,28 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
               model: Optional[str] = typer.Option(None, "--model", "-m", help="also run the Standard and CoT baselines"),
               base_url: Optional[str] = BASE_URL,
               max_concurrency: int = MAX_CONCURRENCY,
-              overwrite: bool = typer.Option(False, "--overwrite", help="discard the earlier replays in OUT and start afresh (needed to change --limit)")) -> None:
+              overwrite: bool = typer.Option(False, "--overwrite", help="discard the earlier replays in OUT and start afresh (needed to change --limit)"),
+              paper: str = typer.Option("logic-lm", "--paper", help="logic-lm, or linc: replay LINC's released generations from $LOGICPIPE_LINC (else downloaded) into linc.{md,csv,json}")) -> None:
     """Replay every released Logic-LM program file and our own LogicBench programs; write table3, table2 and
-    logicbench (.md, .csv, .json) and accuracy.png."""
+    logicbench (.md, .csv, .json) and accuracy.png. With --paper linc, replay LINC's released generations."""
     from .report.reproduce import reproduce as reproduce_all
     from .report.reproduce import unmade
+
+    if paper not in PAPERS:
+        raise UsageError(f"unknown paper '{paper}'{did_you_mean(paper, list(PAPERS))}; choose from {', '.join(PAPERS)}")
+    if paper == "linc":
+        if limit is not None or model is not None:
+            raise UsageError("--paper linc replays whole released files: drop --limit and --model")
+        from .report.linc import reproduce_linc
+
+        bar, update = _progress()
+        with bar:
+            done = reproduce_linc(out, data_dir, workers, update, overwrite=overwrite,
+                                  label=lambda text: console.print(f"replaying {text}", markup=False, highlight=False))
+        stdout.print((out / "linc.md").read_text(), markup=False, highlight=False, soft_wrap=True)
+        stdout.print(f"replayed {len(done['rows'])} LINC files in {done['seconds']} s; {len(done['differences'])} samples "
+                     f"differ from LINC's own verdict (listed in {out / 'linc-differences.md'})")
+        return
 
     # The dataset is replaced per baseline run; RunConfig's defaults are the run options' defaults.
     llm = RunConfig(dataset="folio", model=model, base_url=base_url, max_concurrency=max_concurrency) if model else None
@@ -518,6 +580,23 @@ def reproduce(out: Path = typer.Option(Path("results"), "--out", "-o", help="whe
         console.print(f"not made: {line}", markup=False, highlight=False, soft_wrap=True)
     stdout.print(f"replayed {len(result['rows'])} program files in {result['seconds']} s; "
                  f"{', '.join(result['made'])} in {out}")
+
+
+@app.command("methods")
+def methods() -> None:
+    """List the shipped methods: paper, solver, samples, vote, refinement, what is reproduced here."""
+    from rich.table import Table
+
+    from .data.methods import shipped
+
+    table = Table("method", "paper", "solver", "samples", "vote", "refinement", "backup", "reproduced here")
+    for spec in shipped().values():
+        solver = spec.solver if spec.baseline is None else f"none ({spec.baseline})"
+        solver = "the task's" if solver == "task" else solver
+        refinement = "none" if spec.refine == "none" else f"{spec.refine}, {spec.max_rounds} rounds"
+        table.add_row(spec.name, f"{spec.title}: {spec.citation}", f"{solver} ({spec.syntax} syntax)" if spec.baseline is None else solver,
+                      f"{spec.samples} at T={spec.temperature}", spec.vote, refinement, spec.backup, spec.reproduced)
+    stdout.print(table)
 
 
 @app.command("optimize")

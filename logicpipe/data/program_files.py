@@ -1,5 +1,6 @@
-"""Programs a person writes, for `--programs`: a JSONL file of {"id": ..., "program": ...} lines, or a
-folder of `<id>.<ext>` files, one program each, its text as written (no JSON escaping).
+"""Programs a person writes, for `--programs`: a JSONL file of {"id": ..., "program": ...} lines (or
+{"id": ..., "programs": [...]}, K samples of one problem, voted over as a run with --num-samples K
+does), or a folder of `<id>.<ext>` files, one program each, its text as written (no JSON escaping).
 
 Both are indexed as Logic-LM's released file is (programs.py, which imports this module; this one
 imports no other reader): the index keeps where each program is, and a chunk of the run reads its
@@ -22,6 +23,8 @@ from ..core.jsonl import json_fault
 
 # A file with this suffix is read as a person's JSONL (any other file as Logic-LM's released JSON).
 LINES_SUFFIX = ".jsonl"
+# As --num-samples: the most samples a problem may have.
+MAX_SAMPLES = 64
 
 
 class ProgramIndex:
@@ -38,6 +41,13 @@ class ProgramIndex:
     def __iter__(self) -> Iterator[str]:
         return iter(self._where)
 
+    def texts(self, ids: Iterable[str]) -> dict[str, str]:
+        raise NotImplementedError
+
+    def samples(self, ids: Iterable[str]) -> dict[str, list[str]]:
+        """Every sample of each id that has a program (one, unless the file gives several)."""
+        return {identifier: [text] for identifier, text in self.texts(ids).items()}
+
 
 class WrittenPrograms(ProgramIndex):
     """A written file's or folder's programs: what a run asks of Logic-LM's (programs.Programs: `in`,
@@ -49,18 +59,23 @@ class WrittenPrograms(ProgramIndex):
         self._where: dict[str, tuple[int, int] | Path] = {}  # id with a program -> its line's bytes, or file
 
     def texts(self, ids: Iterable[str]) -> dict[str, str]:
-        """The program of each id that has one, read from the file (or the id's file) now."""
-        found: dict[str, str] = {}
+        """The (first) program of each id that has one, read from the file (or the id's file) now."""
+        return {identifier: texts[0] for identifier, texts in self.samples(ids).items()}
+
+    def samples(self, ids: Iterable[str]) -> dict[str, list[str]]:
+        found: dict[str, list[str]] = {}
         with ExitStack() as stack:
             handle = None
             for identifier in ids:
                 where = self._where.get(identifier)
                 if isinstance(where, Path):
-                    found[identifier] = _read(where)
+                    found[identifier] = [_read(where)]
                 elif where is not None:
                     handle = handle or stack.enter_context(open(self.path, "rb"))
                     handle.seek(where[0])
-                    found[identifier] = json.loads(handle.read(where[1] - where[0]))["program"]
+                    item = json.loads(handle.read(where[1] - where[0]))
+                    texts = item["programs"] if "programs" in item else [item["program"]]
+                    found[identifier] = texts  # an empty sample stays: a failed sample, as in LINC's files
         return found
 
     def unknown(self, ids: Container[str]) -> str | None:
@@ -108,14 +123,23 @@ def _lines(path: Path, mtime_ns: int, size: int) -> WrittenPrograms:
                 raise DataError(f"{where}: {json_fault(exc, one_line=True)}") from None
             except RecursionError:
                 raise DataError(f"{where}: JSON nested too deeply to read") from None
-            if not isinstance(item, dict) or "id" not in item or "program" not in item:
-                raise DataError(f'{where}: expected an object with "id" and "program", e.g. '
-                                '{"id": "ProntoQA_1", "program": "Predicates: ..."}')
-            identifier, text = item["id"], item["program"]
+            if not isinstance(item, dict) or "id" not in item or ("program" in item) == ("programs" in item):
+                raise DataError(f'{where}: expected an object with "id" and "program" (or "programs", a list of '
+                                'samples), e.g. {"id": "ProntoQA_1", "program": "Predicates: ..."}')
+            identifier = item["id"]
             if isinstance(identifier, bool) or not isinstance(identifier, (str, int)):
                 raise DataError(f'{where}: "id" must be a string or an integer')
-            if not isinstance(text, str):
-                raise DataError(f'{where}: "program" must be the program\'s text (a string)')
+            if "programs" in item:
+                texts = item["programs"]
+                if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+                    raise DataError(f'{where}: "programs" must be a non-empty list of program texts (strings)')
+                if len(texts) > MAX_SAMPLES:
+                    raise DataError(f'{where}: {len(texts)} samples; at most {MAX_SAMPLES} per problem')
+                text = "".join(texts)
+            else:
+                text = item["program"]
+                if not isinstance(text, str):
+                    raise DataError(f'{where}: "program" must be the program\'s text (a string)')
             programs.add(str(identifier), where, text, (start, end))
     if not programs.places:
         raise DataError(f'{path}: no programs (expected lines of {{"id": ..., "program": ...}})')

@@ -44,7 +44,7 @@ class Programs(ProgramIndex):
             self._start[slot], self._end[slot] = start, end
 
     def texts(self, ids: Iterable[str]) -> dict[str, str]:
-        """The program of each id that has one, read from the file now."""
+        """The program of each id that has one (Logic-LM's first), read from the file now."""
         found: dict[str, str] = {}
         with open(self.path, "rb") as handle:
             for identifier in ids:

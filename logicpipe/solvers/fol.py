@@ -16,12 +16,15 @@ from typing import Any
 from ..core.errors import ProgramExecutionError, ProgramParseError, SolverTimeout
 from .base import Limits, SolverResult
 from .fol_parser import RULES, Bin, Const, Eq, Func, Not, Pred, Quant, Var, parse_formula
+from .nltk_syntax import is_linc_program, linc_program
 from .prover9 import Search, Searches, error_message, prover9_path
 from .sections import walk_sections
 
 SECTIONS = ("Predicates", "Premises", "Conclusion")
 # Far above any real FOLIO program (a few KB); keeps a runaway generation from tying up a worker.
 MAX_PROGRAM_CHARS = 200_000
+# A Logic-LM section heading; a program with none but with `FOL:` lines is in LINC's syntax (nltk_syntax).
+_SECTION_LINE = re.compile(r"^\s*(Predicates|Premises|Conclusions?)\s*:", re.M | re.I)
 
 
 @dataclass
@@ -38,6 +41,8 @@ class FOLProgram:
         for rule, column in rules.items():
             self.lenient.setdefault(rule, (number, column))
         return node
+    # What proves the conclusion false when that is not simply its negation (LINC's syntax: nltk_syntax).
+    negation: Any = None
 
 
 def _spell(name: str) -> str:
@@ -100,6 +105,10 @@ class FOLSolver:
         if len(text) > MAX_PROGRAM_CHARS:
             raise ProgramParseError(f"program is {len(text)} characters long; the limit is {MAX_PROGRAM_CHARS}")
         program = FOLProgram()
+        if is_linc_program(text) and not _SECTION_LINE.search(text):
+            linc = linc_program(text)
+            program.premises, program.conclusion, program.negation = linc.premises, linc.conclusion, linc.negation
+            return program
         after: list[str] = []
         for line in walk_sections(text, SECTIONS, aliases={"Conclusions": "Conclusion"}, notes=program.notes):
             if line.section == "Predicates":
@@ -127,10 +136,11 @@ class FOLSolver:
         names = _Names()
         premises = [to_prover9(formula, names) for formula, _ in program.premises]
         goal = to_prover9(program.conclusion[0], names)
+        negation = f"-({goal})" if program.negation is None else to_prover9(program.negation, names)
         seconds = max(1, int(limits.seconds / 2))
         megs = max(50, limits.memory_mb // 4)  # three searches share the worker's memory
         inputs = {label: _input(premises, target, seconds, megs)
-                  for label, target in (("conclusion", goal), ("negation", f"-({goal})"), ("contradiction", None))}
+                  for label, target in (("conclusion", goal), ("negation", negation), ("contradiction", None))}
         found: dict[str, Search] = {}
         outcome = None
         with Searches(inputs, seconds) as searches:

@@ -49,17 +49,19 @@ def run(ctx: RunContext, trajectories: list[Trajectory]) -> list[StageReport]:
 
 
 def _replay(ctx: RunContext, path: Path, todo: list[Trajectory], write: Write) -> None:
-    programs = index_programs(path).texts(t.id for t in todo)  # this chunk's, read from the file now
+    programs = index_programs(path).samples(t.id for t in todo)  # this chunk's, read from the file now
     for trajectory in todo:
-        text = programs.get(trajectory.id)
+        samples = programs.get(trajectory.id) or []
+        text = next((sample for sample in samples if sample.strip()), None)
         error = None if text else StageError(category=ErrorCategory.no_program,
                                              message=f"no program for this id in {path.name}")
-        size = len(json.dumps(text, ensure_ascii=False).encode("utf-8", "surrogatepass")) if text else 0
+        size = len(json.dumps(samples, ensure_ascii=False).encode("utf-8", "surrogatepass")) if text else 0
         if size > MAX_REPLAYED_BYTES:  # it could not be written: this problem's error, the others go on
-            text, error = None, StageError(category=ErrorCategory.no_program, message=(
+            text, samples, error = None, [], StageError(category=ErrorCategory.no_program, message=(
                 f"the program in {path.name} is {size} bytes, over the {MAX_REPLAYED_BYTES}-byte bound of a "
                 "record; it is not run"))
         write(trajectory, FormulateRecord(id=trajectory.id, dataset=ctx.task.dataset, program=text,
+                                          samples=samples if len(samples) > 1 else [],
                                           source=f"replay:{path.name}", error=error))
 
 

@@ -1,0 +1,108 @@
+"""A method is data: a small spec (package data in data/methods/, or a user's JSON file) naming how a
+published method runs through the one pipeline: the formalism (the task's own, a named solver, or none
+for a method that answers directly) and the program syntax its solver reads, samples and temperature,
+the vote over samples, the refinement policy and the backup; with its citation, the paper's own figures
+and what of it logicpipe reproduces. `--method` turns a spec into run options; the stages never learn
+which method they serve.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from ..core.errors import DataError, UsageError, did_you_mean
+
+_SHIPPED = Path(__file__).parent / "methods"
+
+
+class Figure(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    dataset: str
+    model: str
+    accuracy: float = Field(ge=0, le=100)  # percent, as the paper prints it
+    where: str
+
+
+class MethodSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9.+-]*$")
+    title: str
+    citation: str
+    url: str = ""
+    # "task": the dataset's own formalism; a solver name (fol, lp, ...); None: no solver (a baseline).
+    solver: str | None
+    syntax: Literal["logic-lm", "linc"] = "logic-lm"
+    baseline: Literal["standard", "cot"] | None = None
+    samples: int = Field(default=1, ge=1, le=64)
+    temperature: float = Field(default=0.0, ge=0, le=2)
+    # The most common verdict among the samples that gave one, ties to the first seen (LINC's
+    # Counter.most_common and self-consistency alike): the one vote rule the pipeline has.
+    vote: Literal["majority"] = "majority"
+    refine: Literal["none", "error", "semantic"] = "none"
+    max_rounds: int = Field(default=0, ge=0, le=10)
+    backup: Literal["random", "cot", "none"] = "random"
+    figures: list[Figure] = []
+    reproduced: str = ""
+
+    @model_validator(mode="after")
+    def _consistent(self) -> MethodSpec:
+        if (self.solver is None) != (self.baseline is not None):
+            raise ValueError("a method either names a solver ('task' or a solver name) or is a baseline "
+                             "(standard or cot), not both or neither")
+        if self.samples > 1 and self.temperature == 0:
+            raise ValueError("samples > 1 needs temperature > 0, or every sample is the same")
+        if (self.refine == "none") != (self.max_rounds == 0):
+            raise ValueError("refine 'none' goes with max_rounds 0, and 'error' or 'semantic' with at least 1")
+        return self
+
+    def run_options(self) -> dict:
+        """The run options the method sets (RunConfig field names)."""
+        options: dict = {"num_samples": self.samples, "temperature": self.temperature,
+                         "max_rounds": self.max_rounds, "backup": self.backup}
+        if self.refine != "none":
+            options["refine"] = self.refine
+        if self.solver not in (None, "task"):
+            options["formalism"] = self.solver
+        return options
+
+
+@cache
+def shipped() -> dict[str, MethodSpec]:
+    return {spec.name: spec for spec in (_read(path) for path in sorted(_SHIPPED.glob("*.json")))}
+
+
+def load_method(name: str) -> MethodSpec:
+    """A shipped method by name, or a spec file (a path ending .json); one-line errors otherwise."""
+    if name.endswith(".json") or "/" in name:
+        path = Path(name).expanduser()
+        if not path.is_file():
+            raise UsageError(f"method file {path} not found")
+        return _read(path)
+    known = shipped()
+    if name not in known:
+        raise UsageError(f"unknown method '{name}'{did_you_mean(name, list(known))}; choose from "
+                         f"{', '.join(known)}, or give a spec file (name.json)")
+    return known[name]
+
+
+def _read(path: Path) -> MethodSpec:
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise DataError(f"{path}: not a JSON method spec ({exc})") from None
+    try:
+        return MethodSpec.model_validate(raw)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(map(str, first["loc"])) or "spec"
+        if first["type"] == "extra_forbidden":
+            known = list(MethodSpec.model_fields)
+            message = f"unknown key{did_you_mean(str(first['loc'][-1]), known)}; the keys are {', '.join(known)}"
+        else:
+            message = str(first["msg"]).removeprefix("Value error, ")
+        raise DataError(f"{path}: {where}: {message}") from None
