@@ -129,9 +129,12 @@ def faithfulness(run_dir: Path, dataset: str | None = None, workers: int = 2, se
             continue
         sample_verdicts, chosen = _votes(trajectory, len(programs))
         options = problems[trajectory.id].options if trajectory.id in problems else []
+        evaluated = trajectory.evaluated
         for index, program in enumerate(programs):
             letter = map_answer(sample_verdicts[index], options, spec.closed_world)
             correct = None if letter is None else letter == labels.get(trajectory.id)
+            if index == chosen and evaluated is not None:  # the answer as evaluate scored it
+                correct = evaluated.correct_executed if evaluated.predicted is not None else None
             rows.append(Scored(trajectory.id, index, index == chosen, correct))
             calls.append(SolverCall(f"{trajectory.id}\t{index}", _payload(program, example, seconds),
                                     timeout=30 + 4 * seconds * (len(example.formulas) * 4 + 4)))
