@@ -23,6 +23,8 @@ YES, NO, UNKNOWN = "yes", "no", "unknown"
 EXTRA_ELEMENTS = (0, 1, 2)
 # A grounded query larger than this (atoms and connectives) is left to Prover9 alone.
 MAX_GROUND = 200_000
+# Z3's resource units per world size searched: a FOLIO query takes a few thousand.
+RLIMIT = 5_000_000
 
 
 def walk(node: Any) -> Iterable[Any]:
@@ -139,12 +141,21 @@ def countermodel(premises: list[Any], goal: Any, seconds: float) -> dict | None:
     """A finite world where every premise holds and the goal does not, in plain terms, or None when none
     of the sizes tried has one (which proves nothing). Constants name distinct things: any world found is
     a real counter-model, though a world where two constants name one thing is not searched."""
+    return search(premises, goal, seconds)[1]
+
+
+def search(premises: list[Any], goal: Any, seconds: float) -> tuple[str, dict | None]:
+    """("found", the world), ("none", None) when every size tried has none, or ("undecided", None) when a
+    size was too large to ground or Z3 hit its limit. Z3 is bounded by a resource count (RLIMIT), which
+    is deterministic, so the same query gets the same answer on a loaded machine; wall time is only the
+    backstop."""
     import z3
 
     formulas = [*premises, goal]
     if any(has_functions(f) for f in formulas):
-        return None
+        return "undecided", None
     names = sorted(set().union(*(constants(f) for f in formulas)))
+    outcome = "none"
     for extra in EXTRA_ELEMENTS:
         if not names and extra == 0:
             continue
@@ -155,15 +166,19 @@ def countermodel(premises: list[Any], goal: Any, seconds: float) -> dict | None:
             grounded = [_ground(f, {}, elements, z3, atoms, budget) for f in premises]
             negated = z3.Not(_ground(goal, {}, elements, z3, atoms, budget))
         except _TooLarge:
-            return None
+            return "undecided", None
         solver = z3.Solver()
-        solver.set("timeout", max(1, int(seconds * 1000 / len(EXTRA_ELEMENTS))))
+        solver.set("rlimit", RLIMIT)
+        solver.set("timeout", max(1, int(seconds * 1000)))
         solver.add(*grounded, negated)
-        if solver.check() == z3.sat:
+        answer = solver.check()
+        if answer == z3.sat:
             model = solver.model()
             true = sorted(k for k, v in atoms.items() if z3.is_true(model.eval(v, model_completion=True)))
-            return {"things": elements, "true": true, "false": sorted(set(atoms) - set(true))}
-    return None
+            return "found", {"things": elements, "true": true, "false": sorted(set(atoms) - set(true))}
+        if answer != z3.unsat:
+            outcome = "undecided"
+    return outcome, None
 
 
 def plain(model: dict) -> str:

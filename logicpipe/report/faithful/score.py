@@ -12,7 +12,7 @@ from ...solvers.fol import SECTIONS, FOLSolver
 from ...solvers.fol_parser import Bin, parse_formula
 from ...solvers.sections import walk_sections
 from . import align
-from .logic import NO, UNKNOWN, YES, Verdict, countermodel, decide, plain, rename, show
+from .logic import NO, UNKNOWN, YES, Verdict, decide, plain, rename, search, show
 from .strings import bleu, le
 
 
@@ -76,8 +76,7 @@ def score(payload: dict[str, Any]) -> dict[str, Any]:
             preds, consts = align.renaming(mapping, everything)
             left = _conjunction([rename(model[i], preds, consts) for i in mine])
             right = _conjunction([gold[j] for j in theirs])
-            cache[key] = (countermodel([left], right, seconds) is None
-                          and countermodel([right], left, seconds) is None)
+            cache[key] = _same(left, right, seconds)
         return cache[key]
 
     # The conclusions pair too: they name the same sentence.
@@ -93,8 +92,7 @@ def score(payload: dict[str, Any]) -> dict[str, Any]:
         mine = rename(model_conclusion, preds, consts)
         key = ("conclusion", tuple(sorted((s, repr(v)) for s, v in mapping.items())))
         if key not in cache:
-            cache[key] = (countermodel([mine], gold_conclusion, seconds) is None
-                          and countermodel([gold_conclusion], mine, seconds) is None)
+            cache[key] = _same(mine, gold_conclusion, seconds)
         return cache[key]
 
     mapping, _ = align.improve(mapping, model_all, gold_all, groups_all, agree_all)
@@ -155,6 +153,12 @@ def score(payload: dict[str, Any]) -> dict[str, Any]:
         "bleu": sum(bleus) / len(bleus),
         "renamed": [show(f) for f in renamed],
     }
+
+
+def _same(left: Any, right: Any, seconds: float) -> bool:
+    """The alignment's cheap test: no small world tells the two formulas apart (an undecided search
+    counts as telling them apart, so a limit never makes a mapping look better)."""
+    return search([left], right, seconds)[0] == "none" and search([right], left, seconds)[0] == "none"
 
 
 def _how(forward: Verdict, backward: Verdict) -> str | None:
