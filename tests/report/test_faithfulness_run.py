@@ -63,6 +63,20 @@ def test_the_released_programs_are_scored_and_flawed_gold_left_out(replay, singl
     assert len(lines) == 6  # four scored programs, two excluded
 
 
+def test_the_totals_go_to_metrics_json_and_the_viewer(replay, single, data_dir, tmp_path):
+    metrics = json.loads((replay / "folio" / "metrics.json").read_text())
+    held = metrics["faithfulness"]
+    assert {k: held[k] for k in single["totals"]} == single["totals"]
+    assert held["excluded"] == ["FOLIO_dev_2", "FOLIO_dev_5"] and metrics["total"] == 6  # the run's own figures kept
+    page = tmp_path / "view.html"
+    done = cli("view", str(replay), "--out", str(page), "--data-dir", str(data_dir), env=ENV)
+    assert done.returncode == 0, done.stderr
+    html = page.read_text(encoding="utf-8")
+    recall = single["totals"]["premise_recall"]
+    assert f"premise recall {recall['rate']:.2f}% ({recall['yes']} yes, {recall['no']} no" in html
+    assert f"right for the wrong reason: {single['totals']['right_for_wrong_reason']}" in html
+
+
 def test_the_table_names_the_figures(replay, data_dir):
     done = cli("faithfulness", str(replay), "--data-dir", str(data_dir), "--problems", env=ENV)
     assert done.returncode == 0, done.stderr

@@ -23,7 +23,7 @@ from typing import Any
 from ...core.errors import UsageError
 from ...data.gold import Annotated, annotation_errors, gold_examples
 from ...solvers.base import map_answer
-from ...stages.store import read_recorded, stage_dirs
+from ...stages.store import METRICS_FILE, read_recorded, stage_dirs
 from ..export import final_program
 from ..gold import gold_verdicts
 from ..problems import load_recorded_problems, split_of, task_spec
@@ -212,14 +212,26 @@ def as_json(report: Report) -> dict[str, Any]:
 
 
 def write(report: Report) -> Path:
-    """faithfulness.jsonl beside the run's records: one line per scored program, then the excluded."""
+    """faithfulness.jsonl beside the run's records (one line per scored program, then the excluded), and
+    the totals into metrics.json's `faithfulness`, which the viewer shows (until a resumed run rewrites
+    metrics.json: then run this again)."""
     path = report.run_dir / FILE
     lines = [json.dumps(asdict(r), ensure_ascii=False) for r in report.rows]
     lines += [json.dumps({"excluded": asdict(e)}, ensure_ascii=False) for e in report.excluded]
-    part = path.with_suffix(f".{os.getpid()}.part")
-    part.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    os.replace(part, path)
+    _replace(path, "".join(line + "\n" for line in lines))
+    metrics_path = report.run_dir / METRICS_FILE
+    if metrics_path.is_file():
+        metrics = json.loads(metrics_path.read_text(encoding="utf-8"))
+        metrics["faithfulness"] = {**report.totals, "excluded": [e.id for e in report.excluded],
+                                   "samples": report.samples_totals}
+        _replace(metrics_path, json.dumps(metrics, indent=1, ensure_ascii=False) + "\n")
     return path
+
+
+def _replace(path: Path, text: str) -> None:
+    part = path.with_suffix(f".{os.getpid()}.part")
+    part.write_text(text, encoding="utf-8")
+    os.replace(part, path)
 
 
 __all__ = ["Excluded", "Report", "Scored", "as_json", "faithfulness", "totals", "write"]
