@@ -142,3 +142,14 @@ def test_a_counter_model_is_shown_in_plain_terms():
     premises, _ = EDITS["dropped negation"]
     row = next(f for f in judge(program(premises))["formulas"] if 2 in f["gold"])
     assert "a world of" in row["how"] and "Chaperone(" in row["how"]
+
+
+def test_names_with_nothing_in_common_are_found_by_equivalence():
+    # Q1 and Q2 are alike to neither gold name and always occur together, so only the mapping that makes
+    # the formulas equivalent tells them apart (the first guess, in name order, is the wrong way round).
+    gold = {"premises": ["∀x (Rabbit(x) → Cute(x))"], "sentences": ["All rabbits are cute."],
+            "conclusion": "Rabbit(tom) ∧ ¬Cute(tom)"}
+    text = "Premises:\n∀x (Q1(x) → Q2(x)) ::: All rabbits are cute.\nConclusion:\nQ1(tom) ∧ ¬Q2(tom) ::: Tom is an uncute rabbit.\n"
+    result = score({"program": text, "seconds": 1.0, "gold": gold})
+    assert result["mapping"]["predicates"] == {"Q1/1": "Rabbit/1", "Q2/1": "Cute/1"}
+    assert result["equivalent"] == "yes"

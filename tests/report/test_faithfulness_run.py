@@ -96,17 +96,23 @@ def test_each_sample_is_scored_and_the_voted_one_marked(replay, single, data_dir
         record["samples"] = [record["program"], davinci[record["id"]]]
     (folder / "formulate.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in formulated))
     solved = [json.loads(line) for line in (folder / "solve.jsonl").read_text().splitlines()]
-    for record in solved:  # the second sample voted the same: the first is the one chosen
+    for record in solved:  # the first sample did not parse: the vote is the second's
         record["program"] = text_sha(*next(f["samples"] for f in formulated if f["id"] == record["id"]))
-        record["explanation"] = {**(record["explanation"] or {}), "votes": [record["verdict"], record["verdict"]]}
+        record["explanation"] = {**(record["explanation"] or {}), "votes": ["parse", record["verdict"]]}
     (folder / "solve.jsonl").write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in solved))
     (folder / "faithfulness.jsonl").unlink()
     report = faithfulness(run, data_dir)
     rows = report["rows"]
     assert len(rows) == 8 and sorted({r["sample"] for r in rows}) == [0, 1]
-    assert all(r["voted"] == (r["sample"] == 0) for r in rows)
+    assert all(r["voted"] == (r["sample"] == 1) for r in rows)
+    assert all(r["correct"] is None for r in rows if r["sample"] == 0)  # it gave no answer
     assert report["samples_totals"]["programs"] == 8 and report["totals"]["programs"] == 4
-    assert report["totals"] == single["totals"]  # the voted samples are the single run's programs
+    # Each sample is scored as its own program: gpt-4's as in the single run, text-davinci-003's voted.
+    by_sample = {(r["id"], r["sample"]): r["result"] for r in rows}
+    for row in single["rows"]:
+        assert by_sample[(row["id"], 0)] == row["result"]
+    alone = [r["result"] for r in rows if r["sample"] == 1]
+    assert report["totals"]["premise_recall"]["yes"] == sum(r.get("recall", []).count("yes") for r in alone)
 
 
 def test_bad_input_is_one_line(tmp_path, data_dir):

@@ -106,25 +106,25 @@ class _TooLarge(Exception):
 
 
 def _ground(node: Any, env: dict[str, int], elements: list[str], z3: Any, atoms: dict[str, Any],
-            budget: list[int]) -> Any:
+            budget: list[int], ctx: Any = None) -> Any:
     budget[0] -= 1
     if budget[0] < 0:
         raise _TooLarge
     if isinstance(node, Pred):
         key = node.name + (f"({', '.join(elements[_element(a, env, elements)] for a in node.args)})" if node.args else "")
         if key not in atoms:
-            atoms[key] = z3.Bool(key)
+            atoms[key] = z3.Bool(key, ctx)
         return atoms[key]
     if isinstance(node, Eq):
-        return z3.BoolVal(_element(node.left, env, elements) == _element(node.right, env, elements))
+        return z3.BoolVal(_element(node.left, env, elements) == _element(node.right, env, elements), ctx)
     if isinstance(node, Not):
-        return z3.Not(_ground(node.body, env, elements, z3, atoms, budget))
+        return z3.Not(_ground(node.body, env, elements, z3, atoms, budget, ctx))
     if isinstance(node, Quant):
-        parts = [_ground(node.body, {**env, node.var: i}, elements, z3, atoms, budget) for i in range(len(elements))]
+        parts = [_ground(node.body, {**env, node.var: i}, elements, z3, atoms, budget, ctx) for i in range(len(elements))]
         return z3.And(parts) if node.kind == "all" else z3.Or(parts)
     if isinstance(node, Bin):
-        left = _ground(node.left, env, elements, z3, atoms, budget)
-        right = _ground(node.right, env, elements, z3, atoms, budget)
+        left = _ground(node.left, env, elements, z3, atoms, budget, ctx)
+        right = _ground(node.right, env, elements, z3, atoms, budget, ctx)
         return {"and": z3.And, "or": z3.Or, "xor": z3.Xor, "imp": z3.Implies, "iff": lambda a, b: a == b}[node.op](left, right)
     raise TypeError(node)
 
@@ -141,14 +141,16 @@ def countermodel(premises: list[Any], goal: Any, seconds: float) -> dict | None:
     """A finite world where every premise holds and the goal does not, in plain terms, or None when none
     of the sizes tried has one (which proves nothing). Constants name distinct things: any world found is
     a real counter-model, though a world where two constants name one thing is not searched."""
-    return search(premises, goal, seconds)[1]
+    return search(premises, goal, seconds, fresh=True)[1]
 
 
-def search(premises: list[Any], goal: Any, seconds: float) -> tuple[str, dict | None]:
+def search(premises: list[Any], goal: Any, seconds: float, fresh: bool = False) -> tuple[str, dict | None]:
     """("found", the world), ("none", None) when every size tried has none, or ("undecided", None) when a
     size was too large to ground or Z3 hit its limit. Z3 is bounded by a resource count (RLIMIT), which
     is deterministic, so the same query gets the same answer on a loaded machine; wall time is only the
-    backstop."""
+    backstop. `fresh`: in a Z3 context of its own (5 ms more), so that the world found, which is shown,
+    depends on the query alone and not on the searches made before it in this process; whether one
+    exists does not need it."""
     import z3
 
     formulas = [*premises, goal]
@@ -162,12 +164,13 @@ def search(premises: list[Any], goal: Any, seconds: float) -> tuple[str, dict | 
         elements = names + [f"#{i + 1}" for i in range(extra)]
         atoms: dict[str, Any] = {}
         budget = [MAX_GROUND]
+        ctx = z3.Context() if fresh else None
         try:
-            grounded = [_ground(f, {}, elements, z3, atoms, budget) for f in premises]
-            negated = z3.Not(_ground(goal, {}, elements, z3, atoms, budget))
+            grounded = [_ground(f, {}, elements, z3, atoms, budget, ctx) for f in premises]
+            negated = z3.Not(_ground(goal, {}, elements, z3, atoms, budget, ctx))
         except _TooLarge:
             return "undecided", None
-        solver = z3.Solver()
+        solver = z3.Solver(ctx=ctx)
         solver.set("rlimit", RLIMIT)
         solver.set("timeout", max(1, int(seconds * 1000)))
         solver.add(*grounded, negated)
