@@ -115,6 +115,18 @@ def test_each_sample_is_scored_and_the_voted_one_marked(replay, single, data_dir
     assert report["totals"]["premise_recall"]["yes"] == sum(r.get("recall", []).count("yes") for r in alone)
 
 
+def test_a_run_of_another_formalism_is_refused_in_one_line(replay, data_dir, tmp_path):
+    run = tmp_path / "lp"
+    shutil.copytree(replay, run)
+    identity = json.loads((run / "folio" / "run.json").read_text())
+    identity["stages"]["solve"]["solver"] = "lp"
+    (run / "folio" / "run.json").write_text(json.dumps(identity))
+    (run / "folio" / "faithfulness.jsonl").unlink(missing_ok=True)
+    done = cli("faithfulness", str(run), "--data-dir", str(data_dir), env=ENV)
+    assert done.returncode != 0 and "is a lp run" in done.stderr and len(done.stderr.strip().splitlines()) == 1
+    assert not (run / "folio" / "faithfulness.jsonl").exists()  # refused before anything is written
+
+
 def test_bad_input_is_one_line(tmp_path, data_dir):
     done = cli("faithfulness", str(tmp_path / "nowhere"), "--format", "json", env=ENV)
     assert done.returncode != 0 and "not found" in done.stderr and len(done.stderr.strip().splitlines()) == 1
