@@ -448,6 +448,33 @@ def explain(run_dir: Path = typer.Argument(..., help="a run folder, or a folder 
 
 
 @app.command()
+def faithfulness(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a FOL run on a dataset with gold formulas: FOLIO dev)"),
+                 dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several"),
+                 data_dir: Optional[Path] = DATA_DIR,
+                 workers: int = typer.Option(2, "--workers", "-w", min=1, help="worker processes for the Prover9 and counter-model searches"),
+                 seconds: float = typer.Option(1.0, "--seconds", min=0.1, max=60.0, help="limit per Prover9 query and per counter-model search; what it leaves undecided is counted as unknown"),
+                 problems: bool = typer.Option(False, "--problems", help="also list every program: which sentences were mistranslated and how"),
+                 format: str = typer.Option("table", "--format", help="table or json")) -> None:
+    """Hold a FOL run's translations against the gold formulas: premise recall and precision, conclusion equivalence, mistranslated sentences (Prover9 under a name alignment), right-for-the-wrong-reason counts, LogicLLaMA's LE and BLEU; writes RUN/<dataset>/faithfulness.jsonl."""
+    if format not in ("table", "json"):
+        raise LogicPipeError(f"invalid option --format {format!r}: use table or json")
+    from .report.faithful import as_json, write
+    from .report.faithful import faithfulness as score_run
+
+    report = score_run(run_dir, dataset, workers, seconds, data_dir)
+    path = write(report)
+    if format == "json":
+        import json
+
+        print(json.dumps(as_json(report), ensure_ascii=False, indent=1))
+        return
+    from .report.faithful.render import render_faithfulness
+
+    render_faithfulness(stdout, report, problems)
+    stdout.print(f"per program: {path}", markup=False, highlight=False, soft_wrap=True)
+
+
+@app.command()
 def view(run_dir: Path = typer.Argument(..., help="a run folder, or a folder holding runs at any depth (the --out of run, compare, baseline or a kb batch)"),
          out: Optional[Path] = typer.Option(None, "--out", "-o", help="HTML file to write (default RUN/report.html)"),
          data_dir: Optional[Path] = typer.Option(None, "--data-dir", help="Logic-LM data folder, for problem texts"),

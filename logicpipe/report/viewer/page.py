@@ -100,7 +100,7 @@ def _metrics_table(datasets: list[dict]) -> str:
                                  for _, key in _METRICS), metrics.get("failures", {})]
         rows.append("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in cells) + "</tr>")
     return (f'<table class="metrics"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
-            + _gold_agreement(datasets) + _groups(datasets))
+            + _gold_agreement(datasets) + _faithfulness(datasets) + _groups(datasets))
 
 
 _GROUP_COLUMNS = [("total", "total"), ("executed", "executed"), ("Exe_Rate", "exe_rate"), ("Exe_Acc", "exe_acc"),
@@ -141,6 +141,30 @@ def _gold_agreement(datasets: list[dict]) -> str:
                      f"{_cell(held.get('agree'))} of {_cell(held.get('compared'))} problems where both proved an "
                      f"option ({_cell(held.get('rate'))}%){checked}</li>")
     return f'<ul class="gold-agreement">{"".join(lines)}</ul>' if lines else ""
+
+
+def _faithfulness(datasets: list[dict]) -> str:
+    """A line per dataset whose translations were held against gold formulas (`logicpipe faithfulness`)."""
+    def shown(value: object) -> str:
+        return "–" if value is None else _cell(value)
+
+    lines = []
+    for entry in datasets:
+        held = entry["metrics"].get("faithfulness")
+        if not isinstance(held, dict):
+            continue
+        said = []
+        for name, key in (("premise recall", "premise_recall"), ("premise precision", "premise_precision"),
+                          ("conclusion equivalent", "conclusion_equivalent"),
+                          ("translation equivalent", "translation_equivalent")):
+            value = held.get(key)
+            figure: dict = value if isinstance(value, dict) else {}
+            said.append(f"{name} {shown(figure.get('rate'))}% ({shown(figure.get('yes'))} yes, "
+                        f"{shown(figure.get('no'))} no, {shown(figure.get('unknown'))} unknown)")
+        lines.append(f"<li>{escape(entry['key'])}, {shown(held.get('scored'))} programs held against gold formulas: "
+                     f"{'; '.join(said)}; right for the wrong reason: {shown(held.get('right_for_wrong_reason'))}; "
+                     f"LogicLLaMA's LE {shown(held.get('le'))}, BLEU {shown(held.get('bleu'))}</li>")
+    return f'<ul class="faithfulness">{"".join(lines)}</ul>' if lines else ""
 
 
 _TEMPLATE = """<!DOCTYPE html>
