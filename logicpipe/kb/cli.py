@@ -420,7 +420,8 @@ def validate(kb: Path = typer.Argument(..., help="KB file or folder"),
              max_cost: Optional[float] = _MAX_COST, max_tokens_total: Optional[int] = _MAX_TOKENS_TOTAL,
              batch_api: bool = _BATCH, batch_size: int = _BATCH_SIZE, batch_timeout: float = _BATCH_TIMEOUT,
              batch_poll: float = _BATCH_POLL) -> None:
-    """Check an answer claim by claim against the KB; valid only when every claim is true."""
+    """Check an answer claim by claim against the KB; valid only when every claim is true. One answer:
+    exit 0 valid, 1 not valid, 3 unknown (the model's reply named no claim that could be read)."""
     from .ask import vocabulary
     from .batch import Batch, budget, run_batch
     from .flow import Input, Settings, read_inputs
