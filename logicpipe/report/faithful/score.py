@@ -79,10 +79,9 @@ def score(payload: dict[str, Any]) -> dict[str, Any]:
             cache[key] = _same(left, right, seconds)
         return cache[key]
 
-    # The conclusions pair too: they name the same sentence.
-    anchored = [*groups, ((len(model),), (len(gold),))]
+    # The conclusions pair too: they name the same sentence (the last group, of the last formulas).
     model_all, gold_all = [*model, model_conclusion], [*gold, gold_conclusion]
-    groups_all = anchored
+    groups_all = [*groups, ((len(model),), (len(gold),))]
     mapping = align.first_mapping(model_all, gold_all, groups_all)
 
     def agree_all(mapping: align.Mapping, index: int) -> bool:
