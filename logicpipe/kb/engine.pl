@@ -50,21 +50,27 @@ main :-
     read_line_to_string(user_input, Line),
     (   Line == end_of_file
     ->  halt(0)
-    ;   catch(( atom_json_dict(Line, Request, [value_string_as(string)]),
-                ( handle(Request.op, Request, Reply) -> true ; Reply = _{error: "the request failed"} ) ),
-              Error, error_reply(Error, Reply)),
-        catch(reply(Out, Secret, Reply), Unwritable, true),
+    ;   catch(atom_json_dict(Line, Request, [value_string_as(string)]), Unreadable, true),
+        % Each reply names the request it answers (Python's nonce): a reply written for another one is
+        % seen, and the engine is no longer trusted.
+        (   var(Unreadable), get_dict(nonce, Request, Nonce), string(Nonce) -> true ; Nonce = "-" ),
+        (   nonvar(Unreadable)
+        ->  error_reply(Unreadable, Reply)
+        ;   catch(( handle(Request.op, Request, Reply) -> true ; Reply = _{error: "the request failed"} ),
+                  Error, error_reply(Error, Reply))
+        ),
+        catch(reply(Out, Secret, Nonce, Reply), Unwritable, true),
         (   var(Unwritable) -> true
         ;   message_text(Unwritable, Why),          % this request's reply only: the engine goes on
             format(string(Text), "the engine could not write its reply: ~s", [Why]),
-            reply(Out, Secret, _{error: Text})
+            reply(Out, Secret, Nonce, _{error: Text})
         ),
         fail
     ).
 
-reply(Out, Secret, Reply) :-
+reply(Out, Secret, Nonce, Reply) :-
     with_output_to(string(Text), json_write_dict(current_output, Reply, [width(0)])),
-    format(Out, "@@reply ~s ~s~n", [Secret, Text]),
+    format(Out, "@@reply ~s ~s ~s~n", [Secret, Nonce, Text]),
     flush_output(Out).
 
 error_reply(Error, _{error: Text}) :-

@@ -294,16 +294,17 @@ class PrologProcess:
         stdin = self.process.stdin
         assert stdin is not None
         started = time.monotonic()
+        nonce = secrets.token_hex(8)
         try:
             # As UTF-8, not \u escapes: SWI-Prolog 9.0 reads a character beyond U+FFFF, escaped as a pair of
             # surrogates, as two lone codes it then cannot write back (the engine died; a percept failed).
-            stdin.write((json.dumps(payload, ensure_ascii=False) + "\n").encode())
+            stdin.write((json.dumps(dict(payload, nonce=nonce), ensure_ascii=False) + "\n").encode())
             stdin.flush()
         except BrokenPipeError:
             message = self._last_error()
             self._restart()
             raise EngineExited(f"SWI-Prolog exited: {message}") from None
-        line = self._read_reply(time.monotonic() + timeout)
+        line = self._read_reply(time.monotonic() + timeout, nonce)
         self._busy += time.monotonic() - started
         try:
             reply = json.loads(line)
@@ -313,7 +314,7 @@ class PrologProcess:
             raise ProgramExecutionError(f"SWI-Prolog: {reply['error'].strip()}")
         return reply
 
-    def _read_reply(self, deadline: float) -> str:
+    def _read_reply(self, deadline: float, nonce: str) -> str:
         stdout = self.process.stdout
         assert stdout is not None
         fd = stdout.fileno()
@@ -326,7 +327,14 @@ class PrologProcess:
                     text = raw.decode("utf-8", "replace")
                     if text.startswith(self._mark):
                         self._drain_stderr()
-                        return text[len(self._mark):]
+                        answered, _, reply = text[len(self._mark):].partition(" ")
+                        if answered == nonce:
+                            return reply
+                        # A reply to another request (a second reply to the last one, or one written
+                        # ahead): code that should not run has run in the engine. It is replaced.
+                        self._restart()
+                        raise ProgramExecutionError("the engine sent a reply to another request: it is no "
+                                                    "longer trusted, and was replaced")
                 left = deadline - time.monotonic()
                 ready = selector.select(left) if left > 0 else []
                 if not ready:
