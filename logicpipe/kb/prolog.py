@@ -221,23 +221,28 @@ class PrologProcess:
                     raw, self._buffer = self._buffer.split(b"\n", 1)
                     text = raw.decode("utf-8", "replace")
                     if text.startswith(self._mark):
-                        self._drain_stderr()
                         return text[len(self._mark):]
                 left = deadline - time.monotonic()
                 ready = selector.select(left) if left > 0 else []
                 if not ready:
                     self._restart()
                     raise SolverTimeout("SWI-Prolog did not answer in time")
-                if any(key.fd == self._stderr_read for key, _ in ready):
+                if len(ready) > 1 or ready[0][0].fd != fd:   # stderr has something: keep its tail
                     self._drain_stderr()
-                if not any(key.fd == fd for key, _ in ready):
-                    continue
+                    if all(key.fd != fd for key, _ in ready):
+                        continue
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     message = self._last_error()
                     self._restart()
                     raise EngineExited(f"SWI-Prolog exited: {message}")
                 self._buffer += chunk
+
+    @property
+    def stderr_tail(self) -> bytes:
+        """The last STDERR_KEPT bytes the engine wrote to its standard error (what KB code printed)."""
+        self._drain_stderr()
+        return self._stderr_tail
 
     def _drain_stderr(self) -> None:
         while True:
