@@ -646,32 +646,30 @@ set_percept(P) :-
 
 node_budget(2000).
 
-explained_solution(_, Goal0, Names0, Answer, Solution) :-
-    answer_names(Goal0, Names0, Answer, Names1),
-    cyclic_term(Names1), !,
-    cyclic_solution(Goal0, Names0, Names1, Solution).
 explained_solution(Request, Goal0, Names0, Answer, Solution) :-
-    answer_names(Goal0, Names0, Answer, Names1),
-    cut_answer(Names1, Names, Note),
-    (   Note \== none                           % too large or too deep to explain: shown cut, no tree
+    answer_names(Goal0, Names0, Answer, Goal, Names1),
+    (   cyclic_term(Names1)
+    ->  cyclic_solution(Goal0, Names0, Names1, Solution)
+    ;   cut_answer(Names1, Names, Note), Note \== none     % too large or too deep to explain: shown cut
     ->  leaf_solution(Goal0, Names0, Names, Note, Solution)
-    ;   catch(explained_in_full(Request, Goal0, Names0, Answer, Solution0), Error, true),
-        (   var(Error), Solution0 \== limit -> Solution = Solution0
-        ;   ( var(Error) -> Why = "a limit" ; message_text(Error, Why) ),   % the answer still stands
-            format(string(Note1), "proved by SWI-Prolog; no goal tree: writing it out hit ~s", [Why]),
-            leaf_solution(Goal0, Names0, Names, Note1, Solution)
+    ;   catch(explained_in_full(Request, Goal, Names1, Solution0), Error, true),
+        (   var(Error) -> Solution = Solution0
+        ;   message_text(Error, Why),                                     % the answer still stands
+            format(string(Note1), "proved by SWI-Prolog; no goal tree: writing it out failed: ~s", [Why]),
+            leaf_solution(Goal0, Names0, Names1, Note1, Solution)      % (small: nothing to cut)
         )
     ).
 
-% answer_names(+Goal0, +Names0, +Answer, -Names): the goal's variables as the answer (the goal as it ran,
-% with the sandbox's wrappers) bound them.
-answer_names(Goal0, Names0, Answer, Names) :-
+% answer_names(+Goal0, +Names0, +Answer, -Goal, -Names): the goal as it ran (with the sandbox's wrappers,
+% as the tree is built on it) and its variables, as the answer bound them. A check that no longer passes
+% does not fail the whole request.
+answer_names(Goal0, Names0, Answer, Goal, Names) :-
     copy_term(Goal0-Names0, Goal1-Names),
     (   catch(checked_body(Goal1, Goal), _, fail), Goal = Answer
     ->  true
     ;   acyclic_term(Answer), unwrap(Answer, Shown), Goal1 = Shown
-    ->  true
-    ;   true
+    ->  Goal = Answer
+    ;   Goal = Answer
     ).
 
 % leaf_solution(+Goal0, +Names0, +Names, +Note, -Solution): the bindings Names (cut to size) and a tree
@@ -688,24 +686,15 @@ uncut_marker(Text0, Text) :-
     atomic_list_concat(Parts, '\'$VAR\'(...)', Text0), atomic_list_concat(Parts, '...', Text1),
     atom_string(Text1, Text).
 
-% The tree is built under the goal's limits and written out under what is left of its time; `limit`
-% if one fired.
-explained_in_full(Request, Goal0, Names0, Answer, Solution) :-
-    copy_term(Goal0-Names0, Goal1-Names),
-    (   catch(checked_body(Goal1, Goal), _, fail), Goal = Answer
-    ->  true
-    ;   ignore(( unwrap(Answer, Shown), Goal1 = Shown )), Goal = Answer   % a check that no longer passes
-    ),                                                                  % does not fail the whole request
+% The tree is built under the goal's limits (what is left of its time, and its inferences) and written
+% out after, its size bounded (node_budget nodes, each node_text); an error writing it is the caller's.
+explained_in_full(Request, Goal, Names, _{bindings: Bindings, tree: Tree}) :-
     nb_setval(lp_nodes, 0),
     (   bounded(Request, once(explain_root(Goal, Request.depth, Root)), ok)
     ->  true
     ;   Root = node(Goal, "proved by SWI-Prolog; no goal tree: building it hit a limit or an error", [], true)
     ),
-    get_time(Now), Time is max(0.001, Request.deadline - Now),     % time only: copying a tree costs
-    (   catch(call_with_time_limit(Time, export_tree(Names, Root, Tree, Bindings)), _, fail)   % inferences
-    ->  Solution = _{bindings: Bindings, tree: Tree}                 % by its size, which is bounded
-    ;   Solution = limit
-    ).
+    export_tree(Names, Root, Tree, Bindings).
 
 explain_root(Goal, Depth, Root) :-
     (   ex(Goal, Depth, [], Nodes) -> root(Goal, Nodes, true, Root)
@@ -907,6 +896,8 @@ answer_depth(200).
 answer_cells(20000).
 answer_chars(200000).
 
+cut_answer(T, T, none) :-
+    small_term(T, 2000), !.
 cut_answer(T, Shown, Note) :-
     answer_depth(D), answer_cells(C), answer_chars(L),
     Budget = budget(C, L, 0),
@@ -916,6 +907,19 @@ cut_answer(T, Shown, Note) :-
     ;   format(string(Note), "proved by SWI-Prolog; the answer is too large to show in full: ~d part(s) left out, each written ... (shown to depth ~d, ~d cells, ~d characters); no goal tree",
                [Cuts, D, C, L])
     ).
+
+% small_term(+T, +Words): T is acyclic, at most Words words on the stack, and holds no atom or string
+% longer than 10000 characters (the common case: nothing to cut, and nothing is copied to know it).
+small_term(T, Words) :-
+    acyclic_term(T), term_size(T, Size), Size =< Words,
+    short_texts(T).
+
+short_texts(T) :- var(T), !.
+short_texts(T) :- atomic(T), !, ( ( atom(T) ; string(T) ) -> atom_length(T, L), L =< 10000 ; true ).
+short_texts(T) :- compound_name_arity(T, _, A), short_args(A, T).
+
+short_args(0, _) :- !.
+short_args(I, T) :- arg(I, T, A), short_texts(A), I1 is I - 1, short_args(I1, T).
 
 cut(T, _, _, T) :- var(T), !.
 cut(T, _, Budget, Shown) :-
@@ -1018,6 +1022,9 @@ label_text(Label, Text) :- format(string(Text), "~w", [Label]).
 
 % A node's goal is shown cut to node_cells cells, node_chars characters and node_depth levels (`...`
 % for each part left out): a tree has up to node_budget nodes, each of which may hold a large answer.
+node_text(G, S) :-                             % the common case, at the cost of writing it once
+    acyclic_term(G), term_size(G, Size), Size =< 2000,
+    text(G, S), string_length(S, Length), Length =< 10000, !.
 node_text(G, S) :-
     Budget = budget(1000, 10000, 0),
     cut(G, 60, Budget, Shown),

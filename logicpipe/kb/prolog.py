@@ -326,7 +326,6 @@ class PrologProcess:
                     raw, self._buffer = self._buffer.split(b"\n", 1)
                     text = raw.decode("utf-8", "replace")
                     if text.startswith(self._mark):
-                        self._drain_stderr()
                         answered, _, reply = text[len(self._mark):].partition(" ")
                         if answered == nonce:
                             return reply
@@ -340,10 +339,10 @@ class PrologProcess:
                 if not ready:
                     self._restart()
                     raise SolverTimeout("SWI-Prolog did not answer in time")
-                if any(key.fd == self._stderr_read for key, _ in ready):
+                if len(ready) > 1 or ready[0][0].fd != fd:   # stderr has something: keep its tail
                     self._drain_stderr()
-                if not any(key.fd == fd for key, _ in ready):
-                    continue
+                    if all(key.fd != fd for key, _ in ready):
+                        continue
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     message = self._last_error()
@@ -353,6 +352,12 @@ class PrologProcess:
                 if len(self._buffer) > MAX_REPLY_BYTES:  # an engine writing without end is no reply
                     self._restart()
                     raise ProgramExecutionError(f"SWI-Prolog wrote more than {MAX_REPLY_BYTES} bytes without a reply")
+
+    @property
+    def stderr_tail(self) -> bytes:
+        """The last STDERR_KEPT bytes the engine wrote to its standard error (what KB code printed)."""
+        self._drain_stderr()
+        return self._stderr_tail
 
     def _drain_stderr(self) -> None:
         while True:

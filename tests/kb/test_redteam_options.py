@@ -261,10 +261,10 @@ def test_printing_from_a_rule_goes_to_a_bounded_stderr(kb, tmp_path):
     loud.write_text(RULES + "shout(N) :- forall(between(1, N, _), (write(xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx), nl)).\n")
     with KnowledgeBase(loud) as base:
         assert base.prove("hello")["status"] == "proved"
-        assert b"hello\nworld\n'it\\'s'\n" in base.process._stderr_tail
+        assert b"hello\nworld\n'it\\'s'\n" in base.process.stderr_tail
         assert base.prove("shout(100000)")["status"] == "proved"            # 5 MB printed
-        assert len(base.process._stderr_tail) <= STDERR_KEPT
-        assert base.process._stderr_tail.endswith(b"xxxxxxxx\nxxxxxxxx" + b"x" * 41 + b"\n")
+        assert len(base.process.stderr_tail) <= STDERR_KEPT
+        assert base.process.stderr_tail.endswith(b"xxxxxxxx\nxxxxxxxx" + b"x" * 41 + b"\n")
         assert base.prove("fact(0)")["status"] == "proved"
 
 
