@@ -14,7 +14,7 @@ _PUBLIC = {
     "ProgramExecutionError": "errors", "ProgramParseError": "errors", "RunStopped": "errors",
     "UsageError": "errors", "all_datasets": "data", "get_dataset": "data", "load_problems": "data",
     "get_solver": "solvers", "RunConfig": "stages", "RunReport": "stages", "baseline": "stages",
-    "run": "stages", "run_stages": "stages",
+    "run": "stages", "run_stages": "stages", "diff": "report.diff",
 }
 __all__ = sorted(_PUBLIC)
 

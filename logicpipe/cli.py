@@ -462,6 +462,30 @@ def status(run_dir: Path = typer.Argument(..., help="a run directory (the --out 
 
 
 @app.command()
+def diff(run_a: Path = typer.Argument(..., help="the first run directory (A)"),
+         run_b: Path = typer.Argument(..., help="the second run directory (B)"),
+         dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the runs have several"),
+         format: str = typer.Option("md", "--format", help="md (tables), json or csv (one row per changed problem)")) -> None:
+    """Compare two runs of one dataset problem by problem: the 2x2 table, the accuracy difference with
+    its paired bootstrap 95% interval, McNemar's exact p-value, and each problem that changed."""
+    from .core.errors import UsageError
+    from .report.diff import as_csv, as_json
+    from .report.diff import diff as compare_runs
+
+    if format not in ("md", "json", "csv"):
+        raise UsageError(f"--format {format!r}: md, json or csv")
+    result = compare_runs(run_a, run_b, dataset)
+    if format == "json":
+        print(as_json(result))
+    elif format == "csv":
+        sys.stdout.write(as_csv(result))
+    else:
+        from .report.render import render_diff
+
+        render_diff(stdout, result)
+
+
+@app.command()
 def export(run_dir: Path = typer.Argument(..., help="a run directory (the --out of a run)"),
            programs: Path = typer.Option(..., "--programs", help="JSON file to write: the final programs in Logic-LM's format"),
            dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the run has several")) -> None:

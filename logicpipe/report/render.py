@@ -213,3 +213,33 @@ def render_status(console: Console, folders: list) -> None:
         if folder.pending:
             _plain(console, f"{len(folder.pending)} batches not read yet: a run going on polls them; else re-run the "
                    "command that made them, with --batch, to read them (nothing is submitted twice)")
+
+
+def render_diff(console: Console, result) -> None:
+    """`logicpipe diff`: the 2x2 table, the paired figures, then each problem that changed (with both
+    answers, verdicts and programs) and the problems only one run scored."""
+    from .diff import summary_line
+
+    _plain(console, f"{result.dataset}: A = {result.run_a}, B = {result.run_b}")
+    table = Table(title=f"{result.paired} problems scored in both runs")
+    for column in ("", "B right", "B wrong"):
+        table.add_column(column, justify="right")
+    table.add_row("A right", str(result.both_right), str(result.only_a))
+    table.add_row("A wrong", str(result.only_b), str(result.both_wrong))
+    console.print(table)
+    _plain(console, summary_line(result))
+    if result.changed:
+        changed = Table(title=f"{len(result.changed)} problems changed", show_lines=True)
+        for column in ("id", "gold", "A answer", "A verdict", "B answer", "B verdict", "A program", "B program"):
+            changed.add_column(column, overflow="fold")
+        for c in result.changed:
+            changed.add_row(c.id, c.gold or "–", _mark(c.a), c.a.verdict or "–", _mark(c.b), c.b.verdict or "–",
+                            c.a.program or "–", c.b.program or "–")
+        console.print(changed)
+    for name, ids in (("A", result.only_in_a), ("B", result.only_in_b)):
+        if ids:
+            _plain(console, f"{len(ids)} problems scored only in {name}: {', '.join(ids)}")
+
+
+def _mark(side) -> str:
+    return f"{side.answer or '–'} ({'right' if side.correct else 'wrong'})"
