@@ -72,11 +72,7 @@ def bootstrap(rows: Sequence[T], statistic: Callable[[Sequence[T]], float | None
         value = statistic([rows[int(draw.random() * n)] for _ in range(n)])
         if value is not None:
             values.append(value)
-    if not values:
-        return None
-    values.sort()
-    alpha = 1 - confidence
-    return _percentile(values, alpha / 2), _percentile(values, 1 - alpha / 2)
+    return _quantiles(values, confidence)
 
 
 def ratio(pairs: Sequence[tuple[int, int]]) -> float | None:
@@ -88,12 +84,61 @@ def ratio(pairs: Sequence[tuple[int, int]]) -> float | None:
 def ratio_interval(part: int, whole: int, total: int, confidence: float = CONFIDENCE,
                    resamples: int = RESAMPLES, seed: int = SEED) -> Interval | None:
     """The bootstrap interval of part / whole where whole is itself a count out of `total` problems
-    (Exe_Acc: correct among executed, executed among all). Built from the counts alone: a problem is
-    one of three kinds, so resampling the kinds is resampling the problems."""
+    (Exe_Acc: correct among executed, executed among all). Built from the counts alone: a problem is one
+    of three kinds, so a resample of the problems is the number of executed ones, Binomial(total,
+    whole / total), and the right ones among those, Binomial(executed, part / whole): the same
+    distribution as drawing problems one by one, at a cost that does not grow with the problems."""
     if not 0 <= part <= whole <= total:
         raise ValueError(f"counts {part} <= {whole} <= {total} expected")
-    rows = [(1, 1)] * part + [(0, 1)] * (whole - part) + [(0, 0)] * (total - whole)
-    return bootstrap(rows, ratio, confidence, resamples, seed)
+    if whole == 0:
+        return None
+    draw = random.Random(seed)
+    values = []
+    for _ in range(resamples):
+        executed = binomial(draw, total, whole / total)
+        if executed:  # a resample with nothing executed has no Exe_Acc: left out
+            values.append(binomial(draw, executed, part / whole) / executed)
+    return _quantiles(values, confidence)
+
+
+def binomial(draw: random.Random, n: int, p: float) -> int:
+    """One draw of Binomial(n, p) by inversion, searching outward from the mode (about sqrt(n p (1 - p))
+    steps), exact up to floating point. (random.binomialvariate needs Python 3.12.)"""
+    if p <= 0 or n == 0:
+        return 0
+    if p >= 1:
+        return n
+    mode = min(n, int((n + 1) * p))
+    at_mode = math.exp(math.lgamma(n + 1) - math.lgamma(mode + 1) - math.lgamma(n - mode + 1)
+                       + mode * math.log(p) + (n - mode) * math.log1p(-p))
+    odds = p / (1 - p)
+    u = draw.random() - at_mode
+    low = high = mode
+    p_low = p_high = at_mode
+    while u >= 0:
+        if high < n:
+            p_high *= (n - high) / (high + 1) * odds
+            high += 1
+            u -= p_high
+            if u < 0:
+                return high
+        if low > 0:
+            p_low *= low / ((n - low + 1) * odds)
+            low -= 1
+            u -= p_low
+            if u < 0:
+                return low
+        if high >= n and low <= 0:
+            break  # what rounding left over: the mode
+    return mode
+
+
+def _quantiles(values: list[float], confidence: float) -> Interval | None:
+    if not values:
+        return None
+    values.sort()
+    alpha = 1 - confidence
+    return _percentile(values, alpha / 2), _percentile(values, 1 - alpha / 2)
 
 
 def mean(values: Sequence[float]) -> float | None:
@@ -116,10 +161,24 @@ def mcnemar(only_a: int, only_b: int) -> float:
 def paired_difference(a: Sequence[int | float], b: Sequence[int | float], confidence: float = CONFIDENCE,
                       resamples: int = RESAMPLES, seed: int = SEED) -> Interval | None:
     """The paired bootstrap interval of mean(a) - mean(b), a[i] and b[i] the two runs' scores on problem
-    i: a resample draws problems, each with both its scores. None when there is no problem."""
+    i: a resample draws problems, each with both its scores. None when there is no problem. Scores of
+    0 and 1 (right or wrong) are resampled by their counts, as ratio_interval's are."""
     if len(a) != len(b):
         raise ValueError(f"paired scores need the same problems ({len(a)} and {len(b)})")
-    return bootstrap([x - y for x, y in zip(a, b)], mean, confidence, resamples, seed)
+    if not a:
+        return None
+    if not all(x in (0, 1) and y in (0, 1) for x, y in zip(a, b)):
+        return bootstrap([x - y for x, y in zip(a, b)], mean, confidence, resamples, seed)
+    n = len(a)
+    only_a = sum(x > y for x, y in zip(a, b))
+    only_b = sum(x < y for x, y in zip(a, b))
+    draw = random.Random(seed)
+    values = []
+    for _ in range(resamples):
+        wins = binomial(draw, n, only_a / n)
+        losses = binomial(draw, n - wins, only_b / (n - only_a)) if n > only_a else 0
+        values.append((wins - losses) / n)
+    return _quantiles(values, confidence)
 
 
 def holm(pvalues: Sequence[float]) -> list[float]:

@@ -18,12 +18,31 @@ def render_summary(console: Console, metrics: dict, stages: list) -> None:
     table = Table(title=f"{metrics['dataset']} ({metrics['split']}, {metrics['source']})")
     for column in ("total", "executed", "Exe_Rate", "Exe_Acc", f"accuracy ({metrics['backup']} backup)"):
         table.add_column(column, justify="right")
-    table.add_row(str(metrics["total"]), str(metrics["executed"]), f"{metrics['exe_rate']:.2f}%",
-                  f"{metrics['exe_acc']:.2f}%", f"{metrics['accuracy']:.2f}%")
+    table.add_row(str(metrics["total"]), str(metrics["executed"]), *_rates(metrics))
     console.print(table)
+    _plain(console, _INTERVALS)
     _groups(console, metrics)
     _failures(console, metrics, "failures by category")
     _stages(console, stages)
+
+
+_INTERVALS = "[ ]: 95% interval (Wilson; Exe_Acc: bootstrap); n: the problems the rate is of"
+
+
+def rate(metrics: dict, key: str, n: int | None) -> str:
+    """A rate with its 95% interval (metrics' `<key>_ci`) and its n; `–` when undefined (n = 0), never 0."""
+    value = metrics.get(key)
+    if value is None or not n:
+        return f"– (n={n or 0})"
+    interval = metrics.get(f"{key}_ci")
+    shown = f" [{interval[0]:.1f}, {interval[1]:.1f}]" if interval else ""
+    return f"{value:.2f}%{shown} (n={n})"
+
+
+def _rates(metrics: dict) -> tuple[str, str, str]:
+    """Exe_Rate, Exe_Acc and accuracy of a run or a group, each with its interval and n."""
+    return (rate(metrics, "exe_rate", metrics["total"]), rate(metrics, "exe_acc", metrics["executed"]),
+            rate(metrics, "accuracy", metrics["total"]))
 
 
 def _groups(console: Console, metrics: dict) -> None:
@@ -36,8 +55,7 @@ def _groups(console: Console, metrics: dict) -> None:
         for column in ("total", "executed", "Exe_Rate", "Exe_Acc", "accuracy"):
             table.add_column(column, justify="right")
         for name, row in metrics[key].items():
-            table.add_row(name, str(row["total"]), str(row["executed"]), f"{row['exe_rate']:.2f}%",
-                          f"{row['exe_acc']:.2f}%", f"{row['accuracy']:.2f}%")
+            table.add_row(name, str(row["total"]), str(row["executed"]), *_rates(row))
         console.print(table)
 
 
@@ -78,8 +96,8 @@ def render_baseline_summary(console: Console, metrics: dict, stages: list, mode:
     table = Table(title=f"{metrics['dataset']} ({metrics['split']}, {label} baseline, {metrics['source']})")
     for column in ("total", "answered", "answered %", "correct", "accuracy"):
         table.add_column(column, justify="right")
-    table.add_row(str(metrics["total"]), str(metrics["executed"]), f"{metrics['exe_rate']:.2f}%",
-                  str(metrics["correct"]), f"{metrics['accuracy']:.2f}%")
+    table.add_row(str(metrics["total"]), str(metrics["executed"]), rate(metrics, "exe_rate", metrics["total"]),
+                  str(metrics["correct"]), rate(metrics, "accuracy", metrics["total"]))
     console.print(table)
     _failures(console, metrics, "replies without an answer")
     _stages(console, stages)

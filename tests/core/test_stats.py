@@ -51,9 +51,13 @@ def test_mcnemar_is_statsmodels_exact_and_scipy_binomtest(only_a, only_b):
 def _scipy_interval(data, statistic, paired, resamples=20000):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # a degenerate sample (all equal) warns, and its interval is a point
-        result = scipy_stats.bootstrap(data, statistic, paired=paired, vectorized=False, method="percentile",
+        result = scipy_stats.bootstrap(data, statistic, paired=paired, vectorized=True, method="percentile",
                                        n_resamples=resamples, rng=np.random.default_rng(1))
     return result.confidence_interval.low, result.confidence_interval.high
+
+
+def _difference(x, y, axis=-1):
+    return np.mean(x, axis) - np.mean(y, axis)
 
 
 def _scores(n, p, seed):
@@ -67,20 +71,20 @@ def test_paired_bootstrap_is_scipys_paired_bootstrap(n, pa, pb, seed):
     # b agrees with a on most problems, as two runs on the same problems do
     b = [x if random.Random(seed * 1000 + i).random() < 0.7 else y for i, (x, y) in enumerate(zip(a, _scores(n, pb, seed + 7)))]
     ours = stats.paired_difference(a, b, resamples=20000)
-    theirs = _scipy_interval((a, b), lambda x, y: np.mean(x) - np.mean(y), paired=True)
+    theirs = _scipy_interval((a, b), _difference, paired=True)
     assert ours is not None
     # Two Monte Carlo estimates of the same quantiles: equal up to resampling noise and one problem's step.
     assert ours[0] == pytest.approx(theirs[0], abs=1.5 / n + 0.004)
     assert ours[1] == pytest.approx(theirs[1], abs=1.5 / n + 0.004)
     # and the unpaired interval of the same data is wider: pairing is what buys the precision
-    unpaired = _scipy_interval((a, b), lambda x, y: np.mean(x) - np.mean(y), paired=False, resamples=5000)
+    unpaired = _scipy_interval((a, b), _difference, paired=False, resamples=5000)
     assert unpaired[1] - unpaired[0] > ours[1] - ours[0]
 
 
 def test_paired_bootstrap_edge_cases():
     same = [1, 0, 1, 1, 0]
     assert stats.paired_difference(same, same) == (0.0, 0.0)  # no discordant problem: a point at 0
-    assert _scipy_interval((same, same), lambda x, y: np.mean(x) - np.mean(y), paired=True) == (0.0, 0.0)
+    assert _scipy_interval((same, same), _difference, paired=True) == (0.0, 0.0)
     every = [1, 1, 1, 1]
     none = [0, 0, 0, 0]
     assert stats.paired_difference(every, none) == (1.0, 1.0)  # all discordant one way
@@ -95,7 +99,7 @@ def test_exe_acc_bootstrap_is_scipys_ratio_bootstrap():
     executed = [1] * 150 + [0] * 32
     right = [1] * 120 + [0] * 62
     ours = stats.ratio_interval(120, 150, 182, resamples=20000)
-    theirs = _scipy_interval((right, executed), lambda r, e: np.sum(r) / np.sum(e), paired=True)
+    theirs = _scipy_interval((right, executed), lambda r, e, axis=-1: np.sum(r, axis) / np.sum(e, axis), paired=True)
     assert ours is not None
     assert ours == pytest.approx(theirs, abs=0.008)
     assert stats.ratio_interval(0, 0, 10) is None  # nothing executed: undefined
@@ -141,3 +145,31 @@ def test_clustered_stderr_is_statsmodels_cluster_robust_mean():
 def test_percent():
     assert stats.percent((0.12345, 0.5)) == [12.35, 50.0]
     assert stats.percent(None) is None
+
+
+@pytest.mark.parametrize(("n", "p"), [(1, 0.3), (10, 0.5), (182, 0.73), (600, 0.02), (5000, 0.999), (7, 0.0), (7, 1.0)])
+def test_binomial_draws_follow_scipys_binomial(n, p):
+    draw = random.Random(11)
+    counts = [stats.binomial(draw, n, p) for _ in range(20000)]
+    assert all(0 <= c <= n for c in counts)
+    if p in (0.0, 1.0):
+        assert set(counts) == {round(n * p)}
+        return
+    # the largest gap between the empirical and scipy's CDF, against the Kolmogorov-Smirnov 0.1% bound
+    empirical = np.searchsorted(np.sort(counts), np.arange(n + 1), side="right") / len(counts)
+    gap = np.max(np.abs(empirical - scipy_stats.binom.cdf(np.arange(n + 1), n, p)))
+    assert gap < 1.95 / np.sqrt(len(counts))
+
+
+def test_the_generic_bootstrap_is_scipys_on_scores_that_are_not_zero_or_one():
+    # a vote's share of samples per problem: not a proportion of problems
+    draw = random.Random(3)
+    shares = [draw.choice([0, 0.2, 0.4, 0.6, 0.8, 1.0]) for _ in range(120)]
+    ours = stats.bootstrap(shares, stats.mean, resamples=10000)
+    theirs = _scipy_interval((shares,), np.mean, paired=False)
+    assert ours == pytest.approx(theirs, abs=0.006)
+    # paired scores that are not 0/1 take the same generic path
+    other = [draw.choice([0, 0.5, 1.0]) for _ in range(120)]
+    ours = stats.paired_difference(shares, other, resamples=10000)
+    theirs = _scipy_interval((shares, other), _difference, paired=True)
+    assert ours == pytest.approx(theirs, abs=0.01)

@@ -192,6 +192,8 @@ def test_our_fol_programs_get_the_gold_answers_of_propositional_and_first_order_
     assert (metrics["total"], metrics["executed"], metrics["correct"]) == (20, 20, 20)
     assert {k: v["total"] for k, v in metrics["by_logic"].items()} == {"first_order_logic": 10, "propositional_logic": 10}
     assert len(metrics["by_pattern"]) == 6
+    # each group's rates carry their 95% interval: 10 of 10 right is not known to be 100%
+    assert all(v["accuracy_ci"][0] < 100 == v["accuracy_ci"][1] for v in metrics["by_logic"].values())
 
 
 def test_our_asp_programs_pick_the_gold_choice_of_mcqa_nm_samples(tmp_path):
