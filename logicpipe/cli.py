@@ -349,13 +349,18 @@ _FORMALISMS = inspect.Parameter("formalisms", inspect.Parameter.KEYWORD_ONLY, an
                                                      "comma-separated (e.g. lp,asp); each runs into OUT/<formalism>/"))
 
 
-@_command("compare", [_FORMALISMS])
-def compare(config: RunConfig, formalisms: str) -> None:
-    """One dataset through several formalisms (same model, cache, refinement and evaluator): a table of parse rate, Exe_Rate, Exe_Acc and accuracy."""
+_ALPHA = inspect.Parameter("alpha", inspect.Parameter.KEYWORD_ONLY, annotation=float,
+                           default=typer.Option(0.05, "--alpha", min=0.0, max=1.0, help="significance level of the "
+                                                "paired comparisons (Holm-adjusted McNemar p below it)"))
+
+
+@_command("compare", [_FORMALISMS, _ALPHA])
+def compare(config: RunConfig, formalisms: str, alpha: float = 0.05) -> None:
+    """One dataset through several formalisms (same model, cache, refinement and evaluator): a table of parse rate, Exe_Rate, Exe_Acc and accuracy with 95% intervals, and each pair of formalisms compared on the same problems."""
     from rich.table import Table
 
+    from .report.formalisms import PAIR_COLUMNS, cell, pair_cells, pairs, parse_formalisms, write_table
     from .report.formalisms import compare as compare_runs
-    from .report.formalisms import parse_formalisms, write_table
 
     try:
         names = parse_formalisms(formalisms)
@@ -368,10 +373,19 @@ def compare(config: RunConfig, formalisms: str) -> None:
     for column in ("formalism", "problems", "parse rate", "Exe_Rate", "Exe_Acc", "accuracy"):
         table.add_column(column, no_wrap=True)
     for row in rows:
-        table.add_row(row.formalism, str(row.problems), f"{row.parse_rate:.1f}", f"{row.exe_rate:.1f}",
-                      f"{row.exe_acc:.1f}", f"{row.accuracy:.1f}")
+        table.add_row(row.formalism, str(row.problems), f"{row.parse_rate:.1f}", cell(row.exe_rate, row.exe_rate_ci),
+                      cell(row.exe_acc, row.exe_acc_ci, row.executed), cell(row.accuracy, row.accuracy_ci))
     stdout.print(table, markup=False, highlight=False)
-    written = write_table(config.out, config.spec.key, rows)
+    paired = pairs(rows, alpha) if len(rows) > 1 else []
+    if paired:
+        corrected = f", Holm-corrected over {len(paired)} pairs" if len(paired) > 1 else ""
+        table = Table(title=f"paired on the same problems: accuracy A - B, McNemar's exact test{corrected}")
+        for column in PAIR_COLUMNS:
+            table.add_column(column, no_wrap=True)
+        for pair in paired:
+            table.add_row(*pair_cells(pair, alpha))
+        stdout.print(table, markup=False, highlight=False)
+    written = write_table(config.out, config.spec.key, rows, paired, alpha)
     stdout.print(f"table: {written}; runs: {', '.join(str(row.folder) for row in rows)}", markup=False,
                  highlight=False, soft_wrap=True)
 

@@ -4,7 +4,8 @@ scipy (the tests check each one against statsmodels and scipy).
 - A proportion (accuracy, Exe_Rate): Wilson's score interval, which stays inside [0, 1] and is not
   empty at a rate of 0 or 1, where the normal approximation collapses to a point.
 - A figure that is not one proportion (Exe_Acc, whose denominator is itself random; a vote): a seeded
-  percentile bootstrap over problems, so the same data give the same interval on every run.
+  percentile bootstrap over problems, so the same data give the same interval on every run (Exe_Acc at
+  0 or 1, where every resample agrees: Wilson's on the executed problems).
 - Two runs on the same problems: McNemar's exact test on the problems only one of them got right, and a
   paired bootstrap interval of the difference in accuracy. Pairing removes the problems' own difficulty
   from the comparison, so it sees differences an unpaired test (two standard errors) would call noise.
@@ -87,11 +88,16 @@ def ratio_interval(part: int, whole: int, total: int, confidence: float = CONFID
     (Exe_Acc: correct among executed, executed among all). Built from the counts alone: a problem is one
     of three kinds, so a resample of the problems is the number of executed ones, Binomial(total,
     whole / total), and the right ones among those, Binomial(executed, part / whole): the same
-    distribution as drawing problems one by one, at a cost that does not grow with the problems."""
+    distribution as drawing problems one by one, at a cost that does not grow with the problems.
+
+    At a ratio of 0 or 1 every resample gives the same ratio, and a percentile interval would be a
+    point that claims certainty: there, Wilson's interval of part / whole is given instead."""
     if not 0 <= part <= whole <= total:
         raise ValueError(f"counts {part} <= {whole} <= {total} expected")
     if whole == 0:
         return None
+    if part in (0, whole):
+        return wilson(part, whole, confidence)
     draw = random.Random(seed)
     values = []
     for _ in range(resamples):

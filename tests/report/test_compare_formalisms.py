@@ -44,8 +44,9 @@ def test_compare_runs_each_formalism_and_tables_what_each_run_recorded(data_dir,
                     "--max-rounds", "0", "--backup", "none")
         assert again.returncode == 0, again.stderr
         assert len(fake.requests) == asked == 9
-    table = (out / "compare-prontoqa.md").read_text()
-    rows = {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:-1]]
+    table, paired = (out / "compare-prontoqa.md").read_text().split("\n\n")
+    # each rate's figure, its 95% interval after it (checked in test_pairs_... below)
+    rows = {line.split("|")[1].strip(): [cell.strip().split(" [")[0] for cell in line.split("|")[2:-1]]
             for line in table.splitlines()[2:]}
     assert list(rows) == ["lp", "asp", "fol"]
     # Our own ASP and FOL programs answer as gold; the broken ASP one neither parses nor answers.
@@ -63,6 +64,33 @@ def test_compare_runs_each_formalism_and_tables_what_each_run_recorded(data_dir,
         assert solvers == {formalism}
     assert "prontoqa by formalism" in done.stdout and "66.7" in done.stdout
     assert again.stdout == done.stdout
+    _check_pairs(out, paired, done.stdout)
+
+
+def _evaluated(stage_dir):
+    return {r["id"]: r["correct"] for r in records(stage_dir / "evaluate.jsonl")}
+
+
+def _check_pairs(out, paired, shown):
+    """Each pair of formalisms: the 2x2 counts from the two runs' evaluate records, McNemar's p on them,
+    Holm's correction over the three pairs, and the verdict at --alpha 0.05."""
+    from logicpipe.core import stats
+
+    lines = paired.strip().splitlines()[2:]
+    assert [tuple(c.strip() for c in line.split("|")[1:3]) for line in lines] == [("lp", "asp"), ("lp", "fol"), ("asp", "fol")]
+    expected = []
+    for line in lines:
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        a, b = (_evaluated(out / name / "prontoqa") for name in cells[:2])
+        counts = [sum(a[i] == x and b[i] == y for i in a) for x, y in ((True, True), (True, False), (False, True), (False, False))]
+        assert [int(c) for c in cells[2:6]] == counts
+        expected.append(stats.mcnemar(counts[1], counts[2]))
+        assert cells[8] == f"{expected[-1]:.3g}"
+        assert cells[6] == f"{100 * (counts[1] - counts[2]) / 3:+.1f}"
+    for line, q in zip(lines, stats.holm(expected)):
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        assert cells[9] == f"{q:.3g}" and cells[10] == ("yes (p < 0.05)" if q < 0.05 else "no")
+    assert "Holm-corrected over 3 pairs" in shown
 
 
 def test_compare_refuses_a_formalism_without_a_prompt_before_any_run(data_dir, tmp_path):

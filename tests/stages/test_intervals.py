@@ -61,6 +61,7 @@ def test_an_undefined_rate_has_no_interval_and_a_sure_one_is_not_a_point():
     assert (empty["accuracy_ci"], empty["exe_rate_ci"], empty["exe_acc_ci"]) == (None, None, None)
     perfect = Tally("lp").scores([_record(i, True, True) for i in range(5)]).intervals()
     assert perfect["accuracy_ci"] == _wilson(5, 5) and perfect["accuracy_ci"][0] < 100
+    assert perfect["exe_acc_ci"] == _wilson(5, 5)  # every resample agrees at 100%: Wilson's, not a point
 
 
 def test_logicbench_groups_carry_intervals():
