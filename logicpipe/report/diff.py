@@ -24,7 +24,7 @@ from .export import final_program
 
 @dataclass(frozen=True)
 class Side:
-    """One run's view of a changed problem."""
+    """One run's view of a scored problem: its answer, and the program and verdict it came from."""
 
     answer: str | None
     correct: bool
@@ -77,7 +77,7 @@ def _scored(recorded: Recorded) -> dict[str, Trajectory]:
     return {t.id: t for t in recorded.trajectories if t.evaluated is not None}
 
 
-def _side(trajectory: Trajectory) -> Side:
+def side(trajectory: Trajectory) -> Side:
     scored = trajectory.evaluated
     assert scored is not None
     program = final_program(trajectory)
@@ -92,10 +92,10 @@ def _side(trajectory: Trajectory) -> Side:
     return Side(answer=scored.final, correct=scored.correct, program=text, verdict=verdict)
 
 
-def diff(run_a: Path, run_b: Path, dataset: str | None = None, seed: int = stats.SEED) -> Diff:
+def diff(run_a: Path | str, run_b: Path | str, dataset: str | None = None, seed: int = stats.SEED) -> Diff:
     """Compare two runs of one dataset on the problems both scored (RUN or RUN/<dataset>; `dataset`
     chooses where a run holds several)."""
-    folder_a, folder_b = _folder(run_a, dataset), _folder(run_b, dataset)
+    folder_a, folder_b = _folder(Path(run_a), dataset), _folder(Path(run_b), dataset)
     if folder_a.name != folder_b.name:
         raise UsageError(f"different datasets: {run_a} is {folder_a.name}, {run_b} is {folder_b.name}")
     warnings: list[str] = []
@@ -109,7 +109,7 @@ def diff(run_a: Path, run_b: Path, dataset: str | None = None, seed: int = stats
     cells = {(x, y): 0 for x in (0, 1) for y in (0, 1)}
     for x, y in zip(right_a, right_b):
         cells[x, y] += 1
-    changed = [Changed(i, a[i].evaluated.gold, _side(a[i]), _side(b[i]))  # type: ignore[union-attr]
+    changed = [Changed(i, a[i].evaluated.gold, side(a[i]), side(b[i]))  # type: ignore[union-attr]
                for i, x, y in zip(common, right_a, right_b) if x != y]
     accuracy_a, accuracy_b = stats.mean(right_a), stats.mean(right_b)
     interval = stats.paired_difference(right_a, right_b, seed=seed)
