@@ -92,6 +92,7 @@ def _options(
     base_url: Optional[str] = BASE_URL,
     max_concurrency: int = MAX_CONCURRENCY,
     num_samples: int = typer.Option(1, "--num-samples", help="programs per problem; >1 votes over executed ones"),
+    epochs: int = typer.Option(1, "--epochs", help="run N times with distinct sampling seeds (needs --temperature above 0): epoch 1 into OUT, epoch k into OUT/epoch-k; reports the mean accuracy with its standard error clustered by problem"),
     temperature: float = typer.Option(0.0, "--temperature", help="sampling temperature of the model"),
     max_tokens: int = typer.Option(2048, "--max-tokens", help="most tokens the model may write per reply"),
     max_rounds: int = typer.Option(3, "--max-rounds", help="self-refinement rounds (0: none)"),
@@ -156,7 +157,7 @@ _USES = {
     "refine": _WHERE | _SOLVER | _LLM | {"max_rounds", "refine_model", "refine", "constrain", "constrain_format"},
     "interpret": _WHERE | _LLM | {"backup", "seed"},  # the model answers by chain of thought for --backup cot
     "evaluate": _WHERE,  # metrics.json names the backup interpret used, from run.json
-    "baseline": _WHERE | _LLM,
+    "baseline": _WHERE | _LLM | {"epochs"},
     "audit": (_WHERE - {"formalism"}) | _SOLVER,  # the gold programs' replay: no model, FOL only
     # One run per formalism: every run option but the one formalism and a replay file (of one formalism).
     "compare": (_WHERE - {"formalism"}) | _SOLVER | _LLM | {"num_samples", "constrain", "constrain_format", "max_rounds",
@@ -215,6 +216,8 @@ def _report(stages: list[str], config: RunConfig) -> None:
     from .report.render import render_summary
     from .stages import run_stages
 
+    if config.epochs > 1:
+        return _epochs(config, lambda each, update: run_stages(each, stages, update))
     bar, update = _progress()
     with bar:
         report = run_stages(config, stages, update)
@@ -228,6 +231,22 @@ def _report(stages: list[str], config: RunConfig) -> None:
         return
     for stage in report.stages:
         stdout.print(f"{stage.name}: {stage.total} records ({stage.new} new) in {stage.seconds:.1f}s")
+
+
+def _epochs(config: RunConfig, run_one, where=None) -> None:
+    """--epochs N: each epoch's run in turn, a line each, then the figures over the epochs."""
+    from .report.render import rate, render_epochs
+    from .stages.epochs import run_epochs
+
+    bar, update = _progress()
+    with bar:
+        reports, summary = run_epochs(config, lambda each: run_one(each, update),
+                                      *([where] if where is not None else []))
+    for number, (report, folder) in enumerate(zip(reports, summary["folders"]), start=1):
+        metrics = report.metrics
+        stdout.print(f"epoch {number}: accuracy {rate(metrics, 'accuracy', metrics.get('total'))}; {folder}",
+                     markup=False, highlight=False, soft_wrap=True)
+    render_epochs(stdout, summary)
 
 
 def _concurrency(paces: dict[str, dict[str, int]]) -> None:
@@ -311,6 +330,9 @@ def baseline(config: RunConfig, mode: str) -> None:
     from .report.render import render_baseline_summary
     from .stages import baseline as run_baseline
 
+    if config.epochs > 1:
+        return _epochs(config, lambda each, update: run_baseline(each, mode, update),
+                       lambda each: each.out / f"baseline-{mode}" / each.spec.key)
     bar, update = _progress()
     with bar:
         report = run_baseline(config, mode, update)

@@ -30,7 +30,7 @@ def problem_rows(path: Path | str, price_prompt: float | None = None,
     """One dict per scored problem of each run folder under `path` (itself, or up to three levels down),
     with COLUMNS as keys. `run` is the folder relative to `path`. `cost` is the problem's tokens at the
     prices given (per million tokens, as --price-prompt and --price-completion; None without them: a run
-    folder does not record its prices). `epoch` is 1: a run scores each problem once."""
+    folder does not record its prices). `epoch` is 1, or k for --epochs' OUT/epoch-k/."""
     root = Path(path)
     rows = []
     for label, folder in run_folders(root):
@@ -63,8 +63,10 @@ def _run_fields(recorded: Recorded) -> dict[str, Any]:
         samples = formulate.get("num_samples") or 1
         method = str(recorded.identity.get("method") or ("logic-lm" if samples == 1 else f"logic-lm, vote of {samples}"))
         model = formulate.get("model") or (f"replay:{formulate['programs']}" if "programs" in formulate else None)
+    # --epochs: epoch k > 1 records its sampling seed k with the stage that samples (stages/epochs.py)
+    seed = (stages.get(baseline) if baseline is not None else formulate).get("seed")
     return {"dataset": recorded.key, "method": method, "formalism": stages.get("solve", {}).get("solver"),
-            "model": model}
+            "model": model, "epoch": seed or 1}
 
 
 def _problem(trajectory: Trajectory, price_prompt: float | None, price_completion: float | None) -> dict[str, Any]:
@@ -87,4 +89,4 @@ def _problem(trajectory: Trajectory, price_prompt: float | None, price_completio
             "error": scored.error.category.value if scored.error is not None else None,
             "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens,
             "tokens": usage.prompt_tokens + usage.completion_tokens, "cost": cost,
-            "seconds": round(sum(s.seconds for s in trajectory.solved.values()), 4), "epoch": 1}
+            "seconds": round(sum(s.seconds for s in trajectory.solved.values()), 4)}

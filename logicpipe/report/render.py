@@ -261,3 +261,21 @@ def render_diff(console: Console, result) -> None:
 
 def _mark(side) -> str:
     return f"{side.answer or '–'} ({'right' if side.correct else 'wrong'})"
+
+
+def render_epochs(console: Console, summary: dict) -> None:
+    """--epochs: the mean accuracy over the epochs with its clustered standard error, then how many
+    problems were right in how many epochs."""
+    mean, se = summary["mean_accuracy"], summary["stderr_clustered"]
+    spread = "" if se is None else f" ± {se:.2f} (standard error clustered by problem)"
+    _plain(console, f"{summary['epochs']} epochs over {summary['problems']} problems: mean accuracy "
+           f"{'–' if mean is None else f'{mean:.2f}%'}{spread}; by epoch "
+           + ", ".join("–" if a is None else f"{a:.2f}%" for a in summary["accuracy_by_epoch"]))
+    table = Table(title=f"consistency: {summary['consistent']} of {summary['problems']} problems right in every "
+                        "epoch or in none")
+    table.add_column("right in")
+    table.add_column("problems", justify="right")
+    for label, count in summary["right_in"].items():
+        table.add_row(label, str(count))
+    console.print(table)
+    _plain(console, f"epochs: {summary['path']}")
