@@ -160,7 +160,7 @@ _USES = {
     "baseline": _WHERE | _LLM | {"epochs"},
     "audit": (_WHERE - {"formalism"}) | _SOLVER,  # the gold programs' replay: no model, FOL only
     # One run per formalism: every run option but the one formalism and a replay file (of one formalism).
-    "compare": (_WHERE - {"formalism"}) | _SOLVER | _LLM | {"num_samples", "constrain", "constrain_format", "max_rounds",
+    "compare": (_WHERE - {"formalism"}) | _SOLVER | _LLM | {"num_samples", "epochs", "constrain", "constrain_format", "max_rounds",
                                                          "refine_model", "refine", "backup", "seed"},
 }
 
@@ -398,6 +398,13 @@ def compare(config: RunConfig, formalisms: str, alpha: float = 0.05) -> None:
         table.add_row(row.formalism, str(row.problems), f"{row.parse_rate:.1f}", cell(row.exe_rate, row.exe_rate_ci),
                       cell(row.exe_acc, row.exe_acc_ci, row.executed), cell(row.accuracy, row.accuracy_ci))
     stdout.print(table, markup=False, highlight=False)
+    for row in rows:
+        if row.epochs is not None:
+            summary = row.epochs
+            stdout.print(f"{row.formalism}: {summary['epochs']} epochs, mean accuracy {summary['mean_accuracy']}% ± "
+                         f"{summary['stderr_clustered']} (standard error clustered by problem), right in every epoch "
+                         f"or none: {summary['consistent']} of {summary['problems']}; {summary['path']}",
+                         markup=False, highlight=False, soft_wrap=True)
     paired = pairs(rows, alpha) if len(rows) > 1 else []
     if paired:
         corrected = f", Holm-corrected over {len(paired)} pairs" if len(paired) > 1 else ""

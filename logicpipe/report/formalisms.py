@@ -7,7 +7,7 @@ with Holm's correction over the pairs when there are more than two columns."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..core import stats
@@ -38,6 +38,7 @@ class Row:
     exe_rate_ci: list[float] | None = None  # 95% intervals, percent (metrics.json's)
     exe_acc_ci: list[float] | None = None
     accuracy_ci: list[float] | None = None
+    epochs: dict | None = None  # --epochs: stages/epochs.py's summary of this formalism's epochs
 
     @property
     def parse_rate(self) -> float:
@@ -77,9 +78,17 @@ def compare(config: RunConfig, formalisms: list[str], progress: Progress = quiet
         from ..llm.budget import Budget
 
         gate = Budget(config, folder=config.out)  # --overwrite starts the runs afresh, not what they spent
+    rows = []
     for each in runs:
-        run_stages(each, list(PIPELINE), progress, gate)
-    return [read_row(each.formalism or "", each.stage_dir) for each in runs]
+        summary = None
+        if each.epochs > 1:  # epoch 1 in OUT/<formalism>, epoch k in OUT/<formalism>/epoch-k
+            from ..stages.epochs import run_epochs
+
+            _, summary = run_epochs(each, lambda one: run_stages(one, list(PIPELINE), progress, gate))
+        else:
+            run_stages(each, list(PIPELINE), progress, gate)
+        rows.append(replace(read_row(each.formalism or "", each.stage_dir), epochs=summary))
+    return rows
 
 
 def read_row(formalism: str, stage_dir: Path) -> Row:

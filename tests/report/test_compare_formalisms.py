@@ -136,3 +136,23 @@ def test_a_spending_cap_is_over_the_whole_compare_command(data_dir, tmp_path):
         done = compare(fake, out, "--max-tokens-total", "1000000")
         assert done.returncode == 0, done.stderr
         assert len(fake.requests) == 9  # the rest, each asked once
+
+
+def test_compare_runs_each_formalism_for_each_epoch(data_dir, tmp_path):
+    from collections import Counter
+
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(IDS) + "\n")
+    out = tmp_path / "out"
+    with FakeOpenAI(replies(data_dir)) as fake:
+        done = cli("compare", "-d", "prontoqa", "--formalisms", "lp,asp", "--data-dir", str(data_dir), "--out", str(out),
+                   "--model", "scripted", "--base-url", fake.url, "--ids", str(ids), "--max-rounds", "0",
+                   "--backup", "none", "--temperature", "0.5", "--epochs", "2")
+        assert done.returncode == 0, done.stderr
+    # two formalisms x three problems x two epochs, each epoch its own request (seed 2 for the second)
+    assert Counter(body.get("seed") for body in fake.requests) == {None: 6, 2: 6}
+    for formalism in ("lp", "asp"):
+        summary = json.loads((out / formalism / "epochs-prontoqa.json").read_text())
+        assert summary["epochs"] == 2 and summary["problems"] == 3
+        assert summary["folders"][1] == str(out / formalism / "epoch-2" / "prontoqa")
+        assert f"{formalism}: 2 epochs, mean accuracy {summary['mean_accuracy']}%" in done.stdout
