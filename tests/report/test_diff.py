@@ -110,3 +110,38 @@ def test_runs_with_nothing_in_common_are_one_line_errors(runs, tmp_path, data_di
         f"error: different datasets: {runs['gpt4']} is folio, {other} is prontoqa"
     bad = cli("diff", str(runs["gpt4"]), str(runs["davinci"]), "--format", "xml")
     assert bad.returncode == 2 and "--format 'xml'" in bad.stderr
+
+
+def test_compare_pairs_are_holm_corrected_and_judged_at_alpha(runs, tmp_path):
+    """compare's paired figures for three columns: each pair is diff's, the p-values are Holm-adjusted
+    over the three (statsmodels' multipletests), and a pair is significant when its adjusted p is below
+    --alpha. The third column is a copy of A's run with eight of its right answers scored wrong, so that
+    one pair differs and the correction decides whether it passes 0.01."""
+    import shutil
+
+    from statsmodels.stats.multitest import multipletests
+
+    from logicpipe import diff
+    from logicpipe.report.formalisms import pairs, read_row
+
+    worse = tmp_path / "worse"
+    shutil.copytree(runs["gpt4"], worse)
+    scored = worse / "folio" / "evaluate.jsonl"
+    records = [json.loads(line) for line in scored.read_text().splitlines()]
+    flipped = [r["id"] for r in records if r["correct"]][:8]
+    for r in records:
+        if r["id"] in flipped:
+            r["correct"] = r["correct_executed"] = False
+    scored.write_text("".join(json.dumps(r) + "\n" for r in records))
+    rows = [read_row(name, folder / "folio") for name, folder in
+            (("gpt4", runs["gpt4"]), ("davinci", runs["davinci"]), ("worse", worse))]
+    raw = [diff(a.folder, b.folder).p_value for i, a in enumerate(rows) for b in rows[i + 1:]]
+    expected = list(multipletests(raw, method="holm")[1])
+    assert raw[1] == stats.mcnemar(8, 0) < 0.01 < expected[1]  # significant alone, not after the correction
+    for alpha in (0.01, 0.05, 1.0):
+        found = pairs(rows, alpha)
+        assert [(p.a, p.b) for p in found] == [("gpt4", "davinci"), ("gpt4", "worse"), ("davinci", "worse")]
+        assert [p.p_value for p in found] == raw
+        assert [p.adjusted for p in found] == pytest.approx(expected)
+        assert [p.significant for p in found] == [q < alpha for q in expected]
+    assert pairs(rows, 0.05)[1].significant and not pairs(rows, 0.01)[1].significant
