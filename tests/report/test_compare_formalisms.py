@@ -60,6 +60,13 @@ def test_compare_runs_each_formalism_and_tables_what_each_run_recorded(data_dir,
                      for r in records(stage_dir / "solve.jsonl"))
         assert row == [str(metrics["total"]), f"{100 * parsed / 3:.1f}", f"{metrics['exe_rate']:.1f}",
                        f"{metrics['exe_acc']:.1f}", f"{metrics['accuracy']:.1f}"], formalism
+        # each rate's cell: the figure, its 95% interval from metrics.json, Exe_Acc's n
+        line = next(line for line in table.splitlines() if line.startswith(f"| {formalism} |"))
+        cells = [cell.strip() for cell in line.split("|")[2:-1]]
+        interval = "[{:.1f}, {:.1f}]"
+        assert cells[2] == f"{metrics['exe_rate']:.1f} " + interval.format(*metrics["exe_rate_ci"])
+        assert cells[3] == f"{metrics['exe_acc']:.1f} " + interval.format(*metrics["exe_acc_ci"]) + f" (n={metrics['executed']})"
+        assert cells[4] == f"{metrics['accuracy']:.1f} " + interval.format(*metrics["accuracy_ci"])
         solvers = {r["solver"] for r in records(stage_dir / "solve.jsonl")}
         assert solvers == {formalism}
     assert "prontoqa by formalism" in done.stdout and "66.7" in done.stdout
