@@ -167,7 +167,9 @@ def test_our_asp_programs_get_the_gold_answers_of_the_nm_subset_through_the_scri
     assert shown.returncode == 0, shown.stderr
     html = page.read_text()
     assert "logicbench-bqa by logic type and pattern" in html
-    assert "<td>nm_logic/reasoning_about_priority</td><td>80</td><td>12</td><td>15.00</td>" in html
+    # each rate with its 95% interval and n (Wilson's for Exe_Rate: 12 of 80)
+    assert ('<td>nm_logic/reasoning_about_priority</td><td>80</td><td>12</td><td>15.00 <span class="ci">[8.79, 24.41]'
+            '</span> <span class="n">n=80</span></td>') in html
     # The subset is part of the run's identity: the same folder without it is refused.
     again = cli("run", "-d", "logicbench-bqa", "--formalism", "asp", "--programs", str(NM_PROGRAMS), "--out", str(tmp_path))
     assert again.returncode == 2 and "subset" in again.stderr, again.stderr
