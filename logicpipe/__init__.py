@@ -15,6 +15,7 @@ _PUBLIC = {
     **dict.fromkeys(_ERRORS, "core.errors"), "all_datasets": "data", "get_dataset": "data",
     "load_problems": "data", "get_solver": "solvers", "RunConfig": "stages", "RunReport": "stages",
     "baseline": "stages", "run": "stages", "run_stages": "stages",
+    "diff": "report.diff", "problems_df": "report.frames", "problem_rows": "report.frames",
 }
 __all__ = sorted(_PUBLIC)
 

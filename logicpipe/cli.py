@@ -105,6 +105,7 @@ def _options(
     base_url: Optional[str] = BASE_URL,
     max_concurrency: int = MAX_CONCURRENCY,
     num_samples: int = typer.Option(1, "--num-samples", help="programs per problem; >1 votes over executed ones"),
+    epochs: int = typer.Option(1, "--epochs", help="run N times with distinct sampling seeds (needs --temperature above 0): epoch 1 into OUT, epoch k into OUT/epoch-k; reports the mean accuracy with its standard error clustered by problem"),
     temperature: float = typer.Option(0.0, "--temperature", help="sampling temperature of the model"),
     max_tokens: int = typer.Option(2048, "--max-tokens", help="most tokens the model may write per reply"),
     max_rounds: int = typer.Option(3, "--max-rounds", help="self-refinement rounds (0: none)"),
@@ -169,10 +170,10 @@ _USES = {
     "refine": _WHERE | _SOLVER | _LLM | {"max_rounds", "refine_model", "refine", "constrain", "constrain_format"},
     "interpret": _WHERE | _LLM | {"backup", "seed"},  # the model answers by chain of thought for --backup cot
     "evaluate": _WHERE,  # metrics.json names the backup interpret used, from run.json
-    "baseline": (_WHERE - {"formalism"}) | _LLM,  # the model answers directly: no program, no formalism
+    "baseline": (_WHERE - {"formalism"}) | _LLM | {"epochs"},  # the model answers directly: no program, no formalism
     "audit": (_WHERE - {"formalism"}) | _SOLVER,  # the gold programs' replay: no model, FOL only
     # One run per formalism: every run option but the one formalism and a replay file (of one formalism).
-    "compare": (_WHERE - {"formalism"}) | _SOLVER | _LLM | {"num_samples", "constrain", "constrain_format", "max_rounds",
+    "compare": (_WHERE - {"formalism"}) | _SOLVER | _LLM | {"num_samples", "epochs", "constrain", "constrain_format", "max_rounds",
                                                          "refine_model", "refine", "backup", "seed"},
 }
 
@@ -237,6 +238,8 @@ def _report(stages: list[str], config: RunConfig) -> None:
     from .report.render import render_summary
     from .stages import run_stages
 
+    if config.epochs > 1:
+        return _epochs(config, lambda each, update: run_stages(each, stages, update))
     bar, update = _progress()
     with bar:
         report = run_stages(config, stages, update)
@@ -250,6 +253,22 @@ def _report(stages: list[str], config: RunConfig) -> None:
         return
     for stage in report.stages:
         stdout.print(f"{stage.name}: {stage.total} records ({stage.new} new) in {stage.seconds:.1f}s")
+
+
+def _epochs(config: RunConfig, run_one, where=None) -> None:
+    """--epochs N: each epoch's run in turn, a line each, then the figures over the epochs."""
+    from .report.render import rate, render_epochs
+    from .stages.epochs import run_epochs
+
+    bar, update = _progress()
+    with bar:
+        reports, summary = run_epochs(config, lambda each: run_one(each, update),
+                                      *([where] if where is not None else []))
+    for number, (report, folder) in enumerate(zip(reports, summary["folders"]), start=1):
+        metrics = report.metrics
+        stdout.print(f"epoch {number}: accuracy {rate(metrics, 'accuracy', metrics.get('total'))}; {folder}",
+                     markup=False, highlight=False, soft_wrap=True)
+    render_epochs(stdout, summary)
 
 
 def _concurrency(paces: dict[str, dict[str, int]]) -> None:
@@ -368,6 +387,9 @@ def baseline(config: RunConfig, mode: str, method: Optional[str] = None) -> None
     config, chosen = _with_method(config, method, "baseline")
     mode = chosen or mode
 
+    if config.epochs > 1:
+        return _epochs(config, lambda each, update: run_baseline(each, mode, update),
+                       lambda each: each.out / f"baseline-{mode}" / each.spec.key)
     bar, update = _progress()
     with bar:
         report = run_baseline(config, mode, update)
@@ -406,13 +428,18 @@ _FORMALISMS = inspect.Parameter("formalisms", inspect.Parameter.KEYWORD_ONLY, an
                                                      "comma-separated (e.g. lp,asp); each runs into OUT/<formalism>/"))
 
 
-@_command("compare", [_FORMALISMS])
-def compare(config: RunConfig, formalisms: str) -> None:
-    """One dataset through several formalisms (same model, cache, refinement and evaluator): a table of parse rate, Exe_Rate, Exe_Acc and accuracy."""
+_ALPHA = inspect.Parameter("alpha", inspect.Parameter.KEYWORD_ONLY, annotation=float,
+                           default=typer.Option(0.05, "--alpha", min=0.0, max=1.0, help="significance level of the "
+                                                "paired comparisons (Holm-adjusted McNemar p below it)"))
+
+
+@_command("compare", [_FORMALISMS, _ALPHA])
+def compare(config: RunConfig, formalisms: str, alpha: float = 0.05) -> None:
+    """One dataset through several formalisms (same model, cache, refinement and evaluator): a table of parse rate, Exe_Rate, Exe_Acc and accuracy with 95% intervals, and each pair of formalisms compared on the same problems."""
     from rich.table import Table
 
+    from .report.formalisms import PAIR_COLUMNS, pair_cells, pairs, parse_formalisms, write_table
     from .report.formalisms import compare as compare_runs
-    from .report.formalisms import parse_formalisms, write_table
 
     try:
         names = parse_formalisms(formalisms)
@@ -427,7 +454,23 @@ def compare(config: RunConfig, formalisms: str) -> None:
     for row in rows:
         table.add_row(*row.cells())
     stdout.print(table, markup=False, highlight=False)
-    written = write_table(config.out, config.spec.key, rows)
+    for row in rows:
+        if row.epochs is not None:
+            summary = row.epochs
+            stdout.print(f"{row.formalism}: {summary['epochs']} epochs, mean accuracy {summary['mean_accuracy']}% ± "
+                         f"{summary['stderr_clustered']} (standard error clustered by problem), right in every epoch "
+                         f"or none: {summary['consistent']} of {summary['problems']}; {summary['path']}",
+                         markup=False, highlight=False, soft_wrap=True)
+    paired = pairs(rows, alpha) if len(rows) > 1 else []
+    if paired:
+        corrected = f", Holm-corrected over {len(paired)} pairs" if len(paired) > 1 else ""
+        table = Table(title=f"paired on the same problems: accuracy A - B, McNemar's exact test{corrected}")
+        for column in PAIR_COLUMNS:
+            table.add_column(column, no_wrap=True)
+        for pair in paired:
+            table.add_row(*pair_cells(pair, alpha))
+        stdout.print(table, markup=False, highlight=False)
+    written = write_table(config.out, config.spec.key, rows, paired, alpha)
     stdout.print(f"table: {written}; runs: {', '.join(str(row.folder) for row in rows)}", markup=False,
                  highlight=False, soft_wrap=True)
 
@@ -542,6 +585,30 @@ def status(run_dir: Path = typer.Argument(..., help="a run folder, or a folder h
     from .report.render import render_status
 
     render_status(stdout, folders)
+
+
+@app.command()
+def diff(run_a: Path = typer.Argument(..., help="the first run directory (A)"),
+         run_b: Path = typer.Argument(..., help="the second run directory (B)"),
+         dataset: Optional[str] = typer.Option(None, "--dataset", "-d", help="dataset, if the runs have several"),
+         format: str = typer.Option("md", "--format", help="md (tables), json or csv (one row per changed problem)")) -> None:
+    """Compare two runs of one dataset problem by problem: the 2x2 table, the accuracy difference with
+    its paired bootstrap 95% interval, McNemar's exact p-value, and each problem that changed."""
+    from .core.errors import UsageError
+    from .report.diff import as_csv, as_json
+    from .report.diff import diff as compare_runs
+
+    if format not in ("md", "json", "csv"):
+        raise UsageError(f"--format {format!r}: md, json or csv")
+    result = compare_runs(run_a, run_b, dataset)
+    if format == "json":
+        print(as_json(result))
+    elif format == "csv":
+        sys.stdout.write(as_csv(result))
+    else:
+        from .report.render import render_diff
+
+        render_diff(stdout, result)
 
 
 @app.command()

@@ -23,10 +23,11 @@ MODELS = ("gpt-4", "text-davinci-003")
 # Cells the page explains under "Why the large differences": bold where they differ from the paper by
 # 10 points or more.
 EXPLAINED = {("proofwriter", "exe_rate"), ("proofwriter", "exe_acc"), ("folio", "exe_rate")}
-KEPT3 = ("total", "exe_rate_logiclm", "paper_exe_rate", "exe_acc_logiclm", "paper_exe_acc", "exe_rate", "exe_acc")
-KEPT2 = ("logic_lm", "paper_logic_lm")
+KEPT3 = ("total", "exe_rate_logiclm", "exe_rate_logiclm_ci", "paper_exe_rate", "executed_logiclm", "exe_acc_logiclm",
+         "exe_acc_logiclm_ci", "paper_exe_acc", "exe_rate", "exe_rate_ci", "executed", "exe_acc", "exe_acc_ci")
+KEPT2 = ("logic_lm", "logic_lm_ci", "n", "paper_logic_lm")
 KEPT_LB = ("task", "logic", "formalism", "programs", "patterns", "questions", "with_program", "no_program", "executed",
-           "correct", "exe_rate", "exe_acc")
+           "correct", "exe_rate", "exe_rate_ci", "exe_acc", "exe_acc_ci")
 
 
 def figures(results: Path) -> dict:
@@ -43,11 +44,18 @@ def _rate(value: float | None) -> str:
     return "–" if value is None else f"{value:.2f}"  # undefined (nothing executed), never 0
 
 
-def _cell(row: dict, ours: str, paper: str, column: str) -> str:
+def _cell(row: dict, ours: str, paper: str, column: str, n: str | None = None) -> str:
     text = _rate(row[ours])
     if row[ours] is not None and (row["dataset"], column) in EXPLAINED and abs(row[ours] - row[paper]) >= 10:
         text = f"**{text}**"
-    return text
+    return text + _interval(row, ours, n)
+
+
+def _interval(row: dict, key: str, n: str | None = None) -> str:
+    """The figure's 95% interval, and its n where that is not the row's total; `–` when undefined."""
+    interval = row.get(f"{key}_ci")
+    shown = f" [{interval[0]:.1f}, {interval[1]:.1f}]" if interval else " [–]"
+    return shown + (f" (n={row[n]})" if n else "")
 
 
 def render3(rows: list[dict]) -> str:
@@ -56,8 +64,9 @@ def render3(rows: list[dict]) -> str:
     for row in rows:
         lines.append(f"| {NAMES[row['dataset']]} | {row['model']} | {row['total']} | "
                      f"{_cell(row, 'exe_rate_logiclm', 'paper_exe_rate', 'exe_rate')} | {row['paper_exe_rate']:.1f} | "
-                     f"{_cell(row, 'exe_acc_logiclm', 'paper_exe_acc', 'exe_acc')} | {row['paper_exe_acc']:.1f} | "
-                     f"{_rate(row['exe_rate'])} | {_rate(row['exe_acc'])} |")
+                     f"{_cell(row, 'exe_acc_logiclm', 'paper_exe_acc', 'exe_acc', 'executed_logiclm')} | "
+                     f"{row['paper_exe_acc']:.1f} | {_rate(row['exe_rate'])}{_interval(row, 'exe_rate')} | "
+                     f"{_rate(row['exe_acc'])}{_interval(row, 'exe_acc', 'executed')} |")
     return "\n".join(lines)
 
 
@@ -65,7 +74,8 @@ def render2(rows: list[dict]) -> str:
     by = {(r["dataset"], r["model"]): r for r in rows}
     lines = ["| dataset | gpt-4 | paper | text-davinci-003 | paper |", "|---|---|---|---|---|"]
     for dataset, name in NAMES.items():
-        cells = [f"{by[(dataset, m)]['logic_lm']:.2f} | {by[(dataset, m)]['paper_logic_lm']:.2f}" for m in MODELS]
+        cells = [f"{by[(dataset, m)]['logic_lm']:.2f}{_interval(by[(dataset, m)], 'logic_lm')} | "
+                 f"{by[(dataset, m)]['paper_logic_lm']:.2f}" for m in MODELS]
         lines.append(f"| {name} | {' | '.join(cells)} |")
     return "\n".join(lines)
 
@@ -76,7 +86,8 @@ def render_logicbench(rows: list[dict]) -> str:
     for row in rows:
         lines.append(f"| {row['task']} | {row['logic']} | {row['formalism']} | `{row['programs']}` | {row['patterns']} | "
                      f"{row['questions']} | {row['with_program']} | {row['no_program']} | {row['executed']} | "
-                     f"{row['correct']} | {_rate(row['exe_rate'])} | {_rate(row['exe_acc'])} |")
+                     f"{row['correct']} | {_rate(row['exe_rate'])}{_interval(row, 'exe_rate')} | "
+                     f"{_rate(row['exe_acc'])}{_interval(row, 'exe_acc')} |")
     return "\n".join(lines)
 
 

@@ -174,7 +174,8 @@ def test_reproduce_labels_each_file_and_prints_the_tables(data_dir, tmp_path):
     table3 = (tmp_path / "table3.md").read_text()
     assert table3 in done.stdout and (tmp_path / "table2.md").read_text() in done.stdout
     assert (tmp_path / "logicbench.md").read_text() in done.stdout
-    assert "| dataset | model | total | exe_rate_logiclm | paper_exe_rate | diff_exe_rate | exe_acc_logiclm |" in table3
+    assert ("| dataset | model | total | exe_rate_logiclm | exe_rate_logiclm_ci | paper_exe_rate | diff_exe_rate | "
+            "executed_logiclm | exe_acc_logiclm | exe_acc_logiclm_ci |") in table3
 
 
 def test_reproduce_with_another_limit_is_refused_naming_an_option_it_takes(data_dir, tmp_path):

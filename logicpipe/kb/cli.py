@@ -323,7 +323,13 @@ def _model_fields(model: str, base_url: Optional[str], settings: Settings, promp
 
 
 def _report(out: Path, report: BatchReport) -> None:
-    typer.echo(f"{out}: {counted(report.total, 'record')} ({report.new} new, {report.errors} with errors)", err=True)
+    from ..core import stats
+
+    interval = stats.percent(stats.wilson(report.errors, report.total))
+    rate = ("" if interval is None else  # no record: no rate, rather than a 0% that was never measured
+            f"; error rate {100 * report.errors / report.total:.2f}% [{interval[0]:.1f}, {interval[1]:.1f}] "
+            f"(95% Wilson interval, n={report.total})")
+    typer.echo(f"{out}: {counted(report.total, 'record')} ({report.new} new, {report.errors} with errors){rate}", err=True)
     if report.batches is not None:
         created, resumed = report.batches
         typer.echo(f"{out}: {counted(created, 'batch')} created, {resumed} of an earlier run read (ids in "

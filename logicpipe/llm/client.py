@@ -125,6 +125,8 @@ def request_body(model: str, request: Request) -> dict[str, Any]:
                             "max_tokens": request.max_tokens}
     if request.stop:
         body["stop"] = list(request.stop)
+    if request.seed is not None:
+        body["seed"] = request.seed
     if request.grammar is not None:
         body[request.grammar_field] = request.grammar
     return body

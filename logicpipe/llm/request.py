@@ -18,6 +18,9 @@ class Request:
     temperature: float = 0.0
     max_tokens: int = 2048
     sample: int = 0
+    # The sampling seed sent with the request (--epochs: epoch k > 1 sends k, so each epoch is its own
+    # request and its own cache entry); None sends none, as every request did before epochs existed.
+    seed: int | None = None
     # What the request is for (formulate, refine, cot, ...) and which problem it serves. Sent as
     # X-Logicpipe-* headers, which real servers ignore, so local test servers can route on them.
     purpose: str = ""

@@ -1,13 +1,16 @@
 """`logicpipe compare`: one dataset through several formalisms with the same client, cache, refinement
 and evaluator, one run per formalism in OUT/<formalism>/, and a table of each run's parse rate,
 Exe_Rate, Exe_Acc and accuracy read back from its folder (stages/store.read_recorded, the one reader of
-run folders), so a table of runs made earlier, or resumed, reads the same."""
+run folders), so a table of runs made earlier, or resumed, reads the same. Each rate has its 95% interval,
+and each pair of columns is compared on the problems both scored (`logicpipe diff`'s paired figures),
+with Holm's correction over the pairs when there are more than two columns."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..core import stats
 from ..core.errors import UsageError
 from ..core.records import ErrorCategory
 from ..data.registry import solver_name
@@ -31,15 +34,21 @@ class Row:
     exe_acc: float | None
     accuracy: float | None
     folder: Path
+    executed: int = 0
+    exe_rate_ci: list[float] | None = None  # 95% intervals, percent (metrics.json's)
+    exe_acc_ci: list[float] | None = None
+    accuracy_ci: list[float] | None = None
+    epochs: dict | None = None  # --epochs: stages/epochs.py's summary of this formalism's epochs
 
     @property
     def parse_rate(self) -> float | None:
         return round(100.0 * self.parsed / self.problems, 2) if self.problems else None
 
     def cells(self) -> list[str]:
-        """The row as the table shows it: formalism, problems, parse rate, Exe_Rate, Exe_Acc, accuracy."""
-        return [self.formalism, str(self.problems),
-                *(_cell(v) for v in (self.parse_rate, self.exe_rate, self.exe_acc, self.accuracy))]
+        """The row as the table shows it: formalism, problems, parse rate, and Exe_Rate, Exe_Acc and
+        accuracy, each with its 95% interval (Exe_Acc with its n)."""
+        return [self.formalism, str(self.problems), _cell(self.parse_rate), cell(self.exe_rate, self.exe_rate_ci),
+                cell(self.exe_acc, self.exe_acc_ci, self.executed), cell(self.accuracy, self.accuracy_ci)]
 
 
 def parse_formalisms(text: str) -> list[str]:
@@ -75,9 +84,17 @@ def compare(config: RunConfig, formalisms: list[str], progress: Progress = quiet
         from ..llm.budget import Budget
 
         gate = Budget(config, folder=config.out)  # --overwrite starts the runs afresh, not what they spent
+    rows = []
     for each in runs:
-        run_stages(each, list(PIPELINE), progress, gate)
-    return [read_row(each.formalism or "", each.stage_dir) for each in runs]
+        summary = None
+        if each.epochs > 1:  # epoch 1 in OUT/<formalism>, epoch k in OUT/<formalism>/epoch-k
+            from ..stages.epochs import run_epochs
+
+            _, summary = run_epochs(each, lambda one: run_stages(one, list(PIPELINE), progress, gate))
+        else:
+            run_stages(each, list(PIPELINE), progress, gate)
+        rows.append(replace(read_row(each.formalism or "", each.stage_dir), epochs=summary))
+    return rows
 
 
 def read_row(formalism: str, stage_dir: Path) -> Row:
@@ -89,7 +106,8 @@ def read_row(formalism: str, stage_dir: Path) -> Row:
     metrics = recorded.metrics
     return Row(formalism, int(metrics.get("total", len(recorded.trajectories))), parsed,
                _rate(metrics.get("exe_rate")), _rate(metrics.get("exe_acc")), _rate(metrics.get("accuracy")),
-               stage_dir)
+               stage_dir, int(metrics.get("executed", 0)),
+               metrics.get("exe_rate_ci"), metrics.get("exe_acc_ci"), metrics.get("accuracy_ci"))
 
 
 def _rate(value: object) -> float | None:
@@ -100,16 +118,70 @@ def _cell(value: float | None) -> str:
     return "–" if value is None else f"{value:.1f}"
 
 
-def markdown(rows: list[Row], dataset: str) -> str:
-    """The table as Markdown (docs/formalisms.md shows one)."""
+@dataclass(frozen=True)
+class Pair:
+    """Two columns compared on the problems both scored (report/diff.py)."""
+
+    a: str
+    b: str
+    both_right: int
+    only_a: int
+    only_b: int
+    both_wrong: int
+    difference: float | None  # accuracy a - b, in points
+    interval: list[float] | None  # its paired bootstrap 95% interval, in points
+    p_value: float  # McNemar's exact test
+    adjusted: float  # Holm-adjusted over all the pairs (the same as p_value for one pair)
+    significant: bool  # adjusted < alpha
+
+
+def pairs(rows: list[Row], alpha: float = 0.05) -> list[Pair]:
+    """Every pair of columns, in the table's order, with Holm's correction over them all."""
+    from .diff import diff
+
+    compared = [(a, b, diff(a.folder, b.folder)) for i, a in enumerate(rows) for b in rows[i + 1:]]
+    adjusted = stats.holm([d.p_value for _, _, d in compared])
+    return [Pair(a.formalism, b.formalism, d.both_right, d.only_a, d.only_b, d.both_wrong,
+                 None if d.difference is None else round(100 * d.difference, 2),
+                 None if d.interval is None else [round(100 * x, 2) for x in d.interval],
+                 d.p_value, q, q < alpha)
+            for (a, b, d), q in zip(compared, adjusted)]
+
+
+def cell(value: float | None, interval: list[float] | None, n: int | None = None) -> str:
+    """A rate as the table shows it: the figure, its 95% interval, and its n where given (`–`: undefined)."""
+    shown = _cell(value) + (f" [{interval[0]:.1f}, {interval[1]:.1f}]" if interval and value is not None else "")
+    return shown + (f" (n={n})" if n is not None else "")
+
+
+def pair_cells(pair: Pair, alpha: float) -> list[str]:
+    """One pair's row: A, B, the 2x2 counts, A - B with its interval, p, Holm's p, significant?"""
+    difference = "–" if pair.difference is None else f"{pair.difference:+.1f}"
+    interval = "–" if pair.interval is None else f"[{pair.interval[0]:+.1f}, {pair.interval[1]:+.1f}]"
+    return [pair.a, pair.b, str(pair.both_right), str(pair.only_a), str(pair.only_b), str(pair.both_wrong),
+            difference, interval, f"{pair.p_value:.3g}", f"{pair.adjusted:.3g}",
+            f"yes (p < {alpha:g})" if pair.significant else "no"]
+
+
+PAIR_COLUMNS = ("A", "B", "both right", "only A", "only B", "both wrong", "A - B (points)", "95% CI",
+                "McNemar p", "Holm p", "significant")
+
+
+def markdown(rows: list[Row], dataset: str, paired: list[Pair] | None = None, alpha: float = 0.05) -> str:
+    """The table as Markdown (docs/formalisms.md shows one), each rate with its 95% interval, then the
+    paired comparisons when given."""
     lines = [f"| {dataset} | problems | parse rate | Exe_Rate | Exe_Acc | accuracy |",
              "|---|---|---|---|---|---|"]
     lines += ["| " + " | ".join(row.cells()) + " |" for row in rows]
+    if paired:
+        lines += ["", "| " + " | ".join(PAIR_COLUMNS) + " |", "|" + "---|" * len(PAIR_COLUMNS)]
+        lines += ["| " + " | ".join(pair_cells(pair, alpha)) + " |" for pair in paired]
     return "\n".join(lines) + "\n"
 
 
-def write_table(out: Path, dataset: str, rows: list[Row]) -> Path:
+def write_table(out: Path, dataset: str, rows: list[Row], paired: list[Pair] | None = None,
+                alpha: float = 0.05) -> Path:
     """OUT/compare-<dataset>.md, the table as Markdown."""
     path = out / f"compare-{dataset}.md"
-    path.write_text(markdown(rows, dataset), encoding="utf-8")
+    path.write_text(markdown(rows, dataset, paired, alpha), encoding="utf-8")
     return path

@@ -24,9 +24,9 @@ def render_summary(console: Console, metrics: dict, stages: list) -> None:
     table = Table(title=f"{metrics['dataset']} ({metrics['split']}, {metrics['source']})")
     for column in ("total", "executed", "Exe_Rate", "Exe_Acc", f"accuracy ({metrics['backup']} backup)"):
         table.add_column(column, justify="right")
-    table.add_row(str(metrics["total"]), str(metrics["executed"]), percent(metrics["exe_rate"]),
-                  percent(metrics["exe_acc"]), percent(metrics["accuracy"]))
+    table.add_row(str(metrics["total"]), str(metrics["executed"]), *_rates(metrics))
     console.print(table)
+    _plain(console, _INTERVALS)
     _spending(console, metrics)
     _gold(console, metrics)
     _groups(console, metrics)
@@ -93,6 +93,25 @@ def _lenient(console: Console, metrics: dict) -> None:
     console.print(table)
 
 
+_INTERVALS = "[ ]: 95% interval (Wilson; Exe_Acc: bootstrap); n: the problems the rate is of"
+
+
+def rate(metrics: dict, key: str, n: int | None) -> str:
+    """A rate with its 95% interval (metrics' `<key>_ci`) and its n; `–` when undefined (n = 0), never 0."""
+    value = metrics.get(key)
+    if value is None or not n:
+        return f"– (n={n or 0})"
+    interval = metrics.get(f"{key}_ci")
+    shown = f" [{interval[0]:.1f}, {interval[1]:.1f}]" if interval else ""
+    return f"{value:.2f}%{shown} (n={n})"
+
+
+def _rates(metrics: dict) -> tuple[str, str, str]:
+    """Exe_Rate, Exe_Acc and accuracy of a run or a group, each with its interval and n."""
+    return (rate(metrics, "exe_rate", metrics["total"]), rate(metrics, "exe_acc", metrics["executed"]),
+            rate(metrics, "accuracy", metrics["total"]))
+
+
 def _groups(console: Console, metrics: dict) -> None:
     """LogicBench's figures per logic type, then per pattern."""
     for key, title in (("by_logic", "by logic type"), ("by_pattern", "by pattern")):
@@ -103,8 +122,7 @@ def _groups(console: Console, metrics: dict) -> None:
         for column in ("total", "executed", "Exe_Rate", "Exe_Acc", "accuracy"):
             table.add_column(column, justify="right")
         for name, row in metrics[key].items():
-            table.add_row(name, str(row["total"]), str(row["executed"]), percent(row["exe_rate"]),
-                          percent(row["exe_acc"]), percent(row["accuracy"]))
+            table.add_row(name, str(row["total"]), str(row["executed"]), *_rates(row))
         console.print(table)
 
 
@@ -145,8 +163,8 @@ def render_baseline_summary(console: Console, metrics: dict, stages: list, mode:
     table = Table(title=f"{metrics['dataset']} ({metrics['split']}, {label} baseline, {metrics['source']})")
     for column in ("total", "answered", "answered %", "correct", "accuracy"):
         table.add_column(column, justify="right")
-    table.add_row(str(metrics["total"]), str(metrics["executed"]), percent(metrics["exe_rate"]),
-                  str(metrics["correct"]), percent(metrics["accuracy"]))
+    table.add_row(str(metrics["total"]), str(metrics["executed"]), rate(metrics, "exe_rate", metrics["total"]),
+                  str(metrics["correct"]), rate(metrics, "accuracy", metrics["total"]))
     console.print(table)
     _spending(console, metrics)
     _failures(console, metrics, "replies without an answer")
@@ -287,3 +305,51 @@ def render_status(console: Console, folders: list) -> None:
         if folder.pending:
             _plain(console, f"{counted(len(folder.pending), 'batch')} not read yet: a run going on polls them; else re-run the "
                    "command that made them, with --batch, to read them (nothing is submitted twice)")
+
+
+def render_diff(console: Console, result) -> None:
+    """`logicpipe diff`: the 2x2 table, the paired figures, then each problem that changed (with both
+    answers, verdicts and programs) and the problems only one run scored."""
+    from .diff import summary_line
+
+    _plain(console, f"{result.dataset}: A = {result.run_a}, B = {result.run_b}")
+    table = Table(title=f"{result.paired} problems scored in both runs")
+    for column in ("", "B right", "B wrong"):
+        table.add_column(column, justify="right")
+    table.add_row("A right", str(result.both_right), str(result.only_a))
+    table.add_row("A wrong", str(result.only_b), str(result.both_wrong))
+    console.print(table)
+    _plain(console, summary_line(result))
+    if result.changed:
+        changed = Table(title=f"{len(result.changed)} problems changed", show_lines=True)
+        for column in ("id", "gold", "A answer", "A verdict", "B answer", "B verdict", "A program", "B program"):
+            changed.add_column(column, overflow="fold")
+        for c in result.changed:
+            changed.add_row(c.id, c.gold or "–", _mark(c.a), c.a.verdict or "–", _mark(c.b), c.b.verdict or "–",
+                            c.a.program or "–", c.b.program or "–")
+        console.print(changed)
+    for name, ids in (("A", result.only_in_a), ("B", result.only_in_b)):
+        if ids:
+            _plain(console, f"{len(ids)} problems scored only in {name}: {', '.join(ids)}")
+
+
+def _mark(side) -> str:
+    return f"{side.answer or '–'} ({'right' if side.correct else 'wrong'})"
+
+
+def render_epochs(console: Console, summary: dict) -> None:
+    """--epochs: the mean accuracy over the epochs with its clustered standard error, then how many
+    problems were right in how many epochs."""
+    mean, se = summary["mean_accuracy"], summary["stderr_clustered"]
+    spread = "" if se is None else f" ± {se:.2f} (standard error clustered by problem)"
+    _plain(console, f"{summary['epochs']} epochs over {summary['problems']} problems: mean accuracy "
+           f"{'–' if mean is None else f'{mean:.2f}%'}{spread}; by epoch "
+           + ", ".join("–" if a is None else f"{a:.2f}%" for a in summary["accuracy_by_epoch"]))
+    table = Table(title=f"consistency: {summary['consistent']} of {summary['problems']} problems right in every "
+                        "epoch or in none")
+    table.add_column("right in")
+    table.add_column("problems", justify="right")
+    for label, count in summary["right_in"].items():
+        table.add_row(label, str(count))
+    console.print(table)
+    _plain(console, f"epochs: {summary['path']}")

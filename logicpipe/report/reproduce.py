@@ -96,22 +96,25 @@ def replay_logicbench(out: Path, workers: int = 2, progress: Progress = quiet, l
             rows.append({"task": task, "logic": logic, "formalism": formalism, "programs": name,
                          "patterns": f"{len(patterns)} of {len(metrics['by_pattern'])}", "questions": metrics["total"], "with_program": metrics["total"] - missing,
                          "no_program": missing, "executed": metrics["executed"], "correct": metrics["correct"],
-                         "exe_rate": metrics["exe_rate"], "exe_acc": metrics["exe_acc"],
+                         "exe_rate": metrics["exe_rate"], "exe_rate_ci": metrics.get("exe_rate_ci"),
+                         "exe_acc": metrics["exe_acc"], "exe_acc_ci": metrics.get("exe_acc_ci"),
                          "failures": {k: v for k, v in metrics["failures"].items() if k != "no_program"}})
     return rows
 
 
 def run_baselines(out: Path, llm: RunConfig, data_dir: Path | None = None, limit: int | None = None,
-                  progress: Progress = quiet, overwrite: bool = False) -> dict[tuple[str, str, str], float]:
-    """Standard and CoT accuracy of the configured model on every dataset's dev split."""
-    results: dict[tuple[str, str, str], float] = {}
+                  progress: Progress = quiet, overwrite: bool = False) -> dict[tuple[str, str, str], dict]:
+    """Standard and CoT accuracy of the configured model on every dataset's dev split, each with its
+    95% interval and n: {"accuracy", "accuracy_ci", "total"}."""
+    results: dict[tuple[str, str, str], dict] = {}
     model = llm.model or ""
     for spec in paper_datasets() if model else []:
         for mode in ("standard", "cot"):
             config = llm.model_copy(update={"dataset": spec.key, "split": "dev", "data_dir": data_dir,
                                             "limit": limit, "out": out / "baselines" / model,
                                             "overwrite": overwrite})
-            results[(spec.key, model, mode)] = baseline(config, mode, progress).metrics["accuracy"]
+            metrics = baseline(config, mode, progress).metrics
+            results[(spec.key, model, mode)] = {key: metrics.get(key) for key in ("accuracy", "accuracy_ci", "total")}
     return results
 
 
@@ -124,17 +127,19 @@ def table3(rows: list[dict]) -> list[dict]:
         # to the end) beside it.
         table.append({
             "dataset": row["dataset"], "model": row["model"], "total": row["total"],
-            "exe_rate_logiclm": row["exe_rate_logiclm"], "paper_exe_rate": ref.get("exe_rate"),
-            "diff_exe_rate": _diff(row["exe_rate_logiclm"], ref.get("exe_rate")),
-            "exe_acc_logiclm": row["exe_acc_logiclm"], "paper_exe_acc": ref.get("exe_acc"),
-            "diff_exe_acc": _diff(row["exe_acc_logiclm"], ref.get("exe_acc")),
-            "exe_rate": row["exe_rate"], "exe_acc": row["exe_acc"],
+            "exe_rate_logiclm": row["exe_rate_logiclm"], "exe_rate_logiclm_ci": row.get("exe_rate_logiclm_ci"),
+            "paper_exe_rate": ref.get("exe_rate"), "diff_exe_rate": _diff(row["exe_rate_logiclm"], ref.get("exe_rate")),
+            "executed_logiclm": row.get("executed_logiclm"),
+            "exe_acc_logiclm": row["exe_acc_logiclm"], "exe_acc_logiclm_ci": row.get("exe_acc_logiclm_ci"),
+            "paper_exe_acc": ref.get("exe_acc"), "diff_exe_acc": _diff(row["exe_acc_logiclm"], ref.get("exe_acc")),
+            "exe_rate": row["exe_rate"], "exe_rate_ci": row.get("exe_rate_ci"), "executed": row["executed"],
+            "exe_acc": row["exe_acc"], "exe_acc_ci": row.get("exe_acc_ci"),
             "failures": row["failures"], "paper_source": ref.get("where", "not in paper"),
         })
     return table
 
 
-def table2(rows: list[dict], baselines: dict[tuple[str, str, str], float] | None = None) -> list[dict]:
+def table2(rows: list[dict], baselines: dict[tuple[str, str, str], dict] | None = None) -> list[dict]:
     """Logic-LM accuracy per replayed file, plus Standard and CoT where a model was configured."""
     published = paper()["table2"]
     baselines = baselines or {}
@@ -147,11 +152,15 @@ def table2(rows: list[dict], baselines: dict[tuple[str, str, str], float] | None
         ref = published.get(model, {}).get(dataset, {})
         ours = row["accuracy"] if row else None
         cells = {"dataset": dataset, "model": model, "backup": row["backup"] if row else "–",
-                 "logic_lm": ours if row else "not run", "paper_logic_lm": ref.get("logic_lm"),
+                 "logic_lm": ours if row else "not run", "logic_lm_ci": row.get("accuracy_ci") if row else None,
+                 "n": row["total"] if row else None, "paper_logic_lm": ref.get("logic_lm"),
                  "diff_logic_lm": _diff(ours, ref.get("logic_lm")) if row else None}
         for mode in ("standard", "cot"):
-            value = baselines.get((dataset, model, mode))
+            measured = baselines.get((dataset, model, mode))
+            value = measured["accuracy"] if measured is not None else None
             cells[mode] = value if value is not None else "not run"
+            cells[f"{mode}_ci"] = measured.get("accuracy_ci") if measured is not None else None
+            cells[f"{mode}_n"] = measured.get("total") if measured is not None else None
             cells[f"paper_{mode}"] = ref.get(mode)
             cells[f"diff_{mode}"] = _diff(value, ref.get(mode)) if value is not None else None
         cells["paper_source"] = ref.get("where", "not in paper")
@@ -172,7 +181,11 @@ def write_table(rows: list[dict], base: Path, title: str) -> None:
         writer.writeheader()
         for row in rows:
             writer.writerow({k: json.dumps(v) if isinstance(v, dict) else v for k, v in row.items()})
-    lines = [f"# {title}", "", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines = [f"# {title}", ""]
+    if any(c.endswith("_ci") for c in columns):
+        lines += ["`*_ci`: the 95% interval of the figure before it (Wilson's; a seeded bootstrap for Exe_Acc, "
+                  "whose denominator is itself drawn); `–`: undefined or not run. See docs/statistics.md.", ""]
+    lines += ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     for row in rows:
         cells = [_cell(row[c]) for c in columns]
         lines.append("| " + " | ".join(cells) + " |")
@@ -186,6 +199,8 @@ def _cell(value: object) -> str:
         return ", ".join(f"{k}: {v}" for k, v in value.items()) or "none"
     if isinstance(value, float):
         return f"{value:.2f}"
+    if isinstance(value, list) and len(value) == 2:  # a 95% interval
+        return f"[{value[0]:.2f}, {value[1]:.2f}]"
     return str(value)
 
 
@@ -282,5 +297,5 @@ def reproduce(out: Path, data_dir: Path | None = None, workers: int = 2, progres
         write_table(logicbench, out / "logicbench", "LogicBench: our own programs replayed, per logic type "
                     "(questions is every question of the type; those without a program are no_program records)")
         made.append("logicbench")
-    return {"rows": rows, "baselines": {"/".join(k): v for k, v in baselines.items()}, "logicbench": logicbench,
+    return {"rows": rows, "baselines": {"/".join(k): v["accuracy"] for k, v in baselines.items()}, "logicbench": logicbench,
             "made": made, "missed": missed, "seconds": round(time.monotonic() - start, 1)}

@@ -274,6 +274,9 @@ class RunConfig(TaskOptions):
     max_errors: str = "10%"
     # Language model (formulate, refine, the cot backup, baselines); the endpoint's options are ModelOptions'.
     num_samples: int = Field(default=1, ge=1, le=64)
+    # --epochs N: the run N times, epoch k > 1 into OUT/epoch-k/ with the sampling seed k (stages/epochs.py).
+    epochs: int = Field(default=1, ge=1, le=100)
+    epoch: int = Field(default=1, ge=1, le=100)  # which of them this config runs
     temperature: float = Field(default=0.0, ge=0, le=2)
     max_tokens: int = Field(default=2048, ge=16, le=1 << 20)
     max_rounds: int = Field(default=3, ge=0, le=10)
@@ -314,6 +317,9 @@ class RunConfig(TaskOptions):
         # Every rule that involves more than one option is checked here, before any file is written.
         if self.num_samples > 1 and self.temperature == 0:
             raise ValueError("num_samples > 1 needs temperature > 0, or every sample is the same")
+        if self.epochs > 1 and (self.temperature == 0 or self.programs is not None or not self.model):
+            raise ValueError("--epochs above 1 needs --model and --temperature above 0: a replay, or a model "
+                             "at temperature 0, gives the same answers in every epoch")
         if self.backup == "cot" and not self.model:
             raise ValueError("--backup cot needs --model (the model answers by chain of thought)")
         if self.refine_model and self.max_rounds == 0:
@@ -350,6 +356,12 @@ class RunConfig(TaskOptions):
     @property
     def stage_dir(self) -> Path:
         return self.out / self.spec.key
+
+    @property
+    def sample_seed(self) -> int | None:
+        """The seed sampled requests carry: none in the first epoch (its requests, cache keys and records
+        are those of a run without --epochs), the epoch's number after it."""
+        return None if self.epoch == 1 else self.epoch
 
     @property
     def refine_with(self) -> str | None:

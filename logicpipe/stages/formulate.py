@@ -75,7 +75,7 @@ def _ask(ctx: RunContext, todo: list[Trajectory], write: Write) -> None:
     constraint = constraint_for(ctx.task.solver, config.max_tokens) if config.constrain else None
     grammar = constraint.grammar if constraint else None
     requests = [Request(f"{t.id}\x1f{i}", prompt.render(**problem_fields(t.problem)), config.temperature,
-                        config.max_tokens, sample=i, purpose="formulate", problem=t.id, grammar=grammar,
+                        config.max_tokens, sample=i, seed=config.sample_seed, purpose="formulate", problem=t.id, grammar=grammar,
                         grammar_field=field_for(config.constrain_format), stop=prompt.stop,
                         then=constraint.then if constraint else None)
                 for t in todo for i in range(samples)]

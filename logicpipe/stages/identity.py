@@ -44,7 +44,7 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
         return {"model": config.model, "base_url": config.base_url, "temperature": config.temperature,
                 "num_samples": config.num_samples, "max_tokens": config.max_tokens,
                 "prompts": prompts.identity(ctx.task.prompt), **_constraint(ctx),
-                **_paper(ctx, prompts.get(ctx.task.prompt))}
+                **_paper(ctx, prompts.get(ctx.task.prompt)), **_seed(config)}
     if stage == "solve":
         # `strict` only when set, so the run.json of runs made before the option existed still match.
         return {"solver": ctx.task.solver, "timeout": config.timeout or ctx.task.timeout,
@@ -64,12 +64,18 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
         fields: dict[str, Any] = {"backup": config.backup, "seed": config.seed}
         if config.backup == "cot":
             fields.update(model=config.model, base_url=config.base_url, temperature=config.temperature,
-                          max_tokens=config.max_tokens, prompts=prompts.identity("cot"))
+                          max_tokens=config.max_tokens, prompts=prompts.identity("cot"), **_seed(config))
         return fields
     if stage in ("standard", "cot"):
         return {"model": config.model, "base_url": config.base_url, "temperature": config.temperature,
-                "max_tokens": config.max_tokens, "prompts": prompts.identity(stage)}
+                "max_tokens": config.max_tokens, "prompts": prompts.identity(stage), **_seed(config)}
     return {}
+
+
+def _seed(config: RunConfig) -> dict[str, Any]:
+    """--epochs: epoch k > 1's sampling seed, which decides its replies; nothing in the first epoch, so
+    that its run.json is that of a run without --epochs."""
+    return {} if config.sample_seed is None else {"seed": config.sample_seed}
 
 
 def _paper(ctx: RunContext, prompt: Prompt) -> dict[str, Any]:

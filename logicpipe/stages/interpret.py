@@ -100,5 +100,5 @@ def ask(ctx: RunContext, problems: list[Problem], prompt_id: str, answered: Call
         answered(request.key, Answer(reading.letter, usage([result]), error))
 
     requests = [Request(p.id, prompt.render(**problem_fields(p)), ctx.config.temperature, ctx.config.max_tokens,
-                        purpose=prompt_id, problem=p.id) for p in problems]
+                        seed=ctx.config.sample_seed, purpose=prompt_id, problem=p.id) for p in problems]
     send(ctx, model, requests, arrived)

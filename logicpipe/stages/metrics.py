@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
+from ..core import stats
 from ..core.records import ErrorCategory, EvaluateRecord, Usage, executed
 from ..core.trajectory import Trajectory
 from ..data.logicbench import group
@@ -167,7 +168,17 @@ class Tally:
         return extra
 
     def metrics(self, config: RunConfig) -> dict:
-        return {**self.score_metrics(config), **self.model_metrics(config), **self.group_metrics(config)}
+        return {**self.score_metrics(config), **self.intervals(), **self.model_metrics(config),
+                **self.group_metrics(config)}
+
+    def intervals(self) -> dict:
+        """The 95% interval (percent) of each rate, and the n of Logic-LM's Exe_Acc (the others' are
+        total and executed). None where the rate is undefined."""
+        return {**_intervals([self.total, self.executed, self.correct_executed, self.correct]),
+                "executed_logiclm": self.paper_executed,
+                "exe_rate_logiclm_ci": stats.percent(stats.wilson(self.paper_executed, self.total)),
+                "exe_acc_logiclm_ci": stats.percent(stats.ratio_interval(self.paper_correct, self.paper_executed,
+                                                                         self.total))}
 
     def group_metrics(self, config: RunConfig) -> dict:
         """LogicBench: the scores per logic type (`by_logic`) and per pattern (`by_pattern`), by the ids'
@@ -178,8 +189,8 @@ class Tally:
         for named, counts in self.groups.items():
             logic = named.split("/")[0]
             logics[logic] = [a + b for a, b in zip(logics.get(logic, [0, 0, 0, 0]), counts)]
-        return {"subset": config.subset, "by_logic": {k: _scores(v) for k, v in sorted(logics.items())},
-                "by_pattern": {k: _scores(v) for k, v in sorted(self.groups.items())}}
+        return {"subset": config.subset, "by_logic": {k: {**_scores(v), **_intervals(v)} for k, v in sorted(logics.items())},
+                "by_pattern": {k: {**_scores(v), **_intervals(v)} for k, v in sorted(self.groups.items())}}
 
 
 def _scores(counts: list[int]) -> dict:
@@ -187,3 +198,12 @@ def _scores(counts: list[int]) -> dict:
     return {"total": total, "executed": executed, "exe_rate": _percent(executed, total),
             "exe_acc": _percent(correct_executed, executed), "correct": correct, "accuracy": _percent(correct, total)}
 
+
+
+def _intervals(counts: list[int]) -> dict:
+    """Wilson's interval for accuracy and Exe_Rate (proportions of all problems), a seeded bootstrap for
+    Exe_Acc, whose denominator (the executed problems) is itself drawn."""
+    total, executed, correct_executed, correct = counts
+    return {"accuracy_ci": stats.percent(stats.wilson(correct, total)),
+            "exe_rate_ci": stats.percent(stats.wilson(executed, total)),
+            "exe_acc_ci": stats.percent(stats.ratio_interval(correct_executed, executed, total))}

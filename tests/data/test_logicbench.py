@@ -167,7 +167,9 @@ def test_our_asp_programs_get_the_gold_answers_of_the_nm_subset_through_the_scri
     assert shown.returncode == 0, shown.stderr
     html = page.read_text()
     assert "logicbench-bqa by logic type and pattern" in html
-    assert "<td>nm_logic/reasoning_about_priority</td><td>80</td><td>12</td><td>15.00</td>" in html
+    # each rate with its 95% interval and n (Wilson's for Exe_Rate: 12 of 80)
+    assert ('<td>nm_logic/reasoning_about_priority</td><td>80</td><td>12</td><td>15.00 <span class="ci">[8.79, 24.41]'
+            '</span> <span class="n">n=80</span></td>') in html
     # The subset is part of the run's identity: the same folder without it is refused.
     again = cli("run", "-d", "logicbench-bqa", "--formalism", "asp", "--programs", str(NM_PROGRAMS), "--out", str(tmp_path))
     assert again.returncode == 2 and "subset" in again.stderr, again.stderr
@@ -192,6 +194,8 @@ def test_our_fol_programs_get_the_gold_answers_of_propositional_and_first_order_
     assert (metrics["total"], metrics["executed"], metrics["correct"]) == (20, 20, 20)
     assert {k: v["total"] for k, v in metrics["by_logic"].items()} == {"first_order_logic": 10, "propositional_logic": 10}
     assert len(metrics["by_pattern"]) == 6
+    # each group's rates carry their 95% interval: 10 of 10 right is not known to be 100%
+    assert all(v["accuracy_ci"][0] < 100 == v["accuracy_ci"][1] for v in metrics["by_logic"].values())
 
 
 def test_our_asp_programs_pick_the_gold_choice_of_mcqa_nm_samples(tmp_path):

@@ -99,7 +99,8 @@ def test_the_error_budget_stops_a_batch_with_exit_4_and_a_resume_finishes_it(kbc
         resumed = kbcli(*args, *model_args(server, tmp_path))
     assert resumed.returncode == 0, resumed.stderr
     assert sorted(r["id"] for r in records(out)) == ids
-    assert f"{out}: 4 records (2 new, 2 with errors)" in resumed.stderr
+    assert f"{out}: 4 records (2 new, 2 with errors); error rate 50.00% [15.0, 85.0] (95% Wilson interval, n=4)" \
+        in resumed.stderr  # statsmodels' proportion_confint(2, 4, method="wilson"): 0.1500, 0.8500
 
 
 def test_a_fatal_model_error_stops_at_once_and_its_record_is_redone(kbcli, tmp_path):

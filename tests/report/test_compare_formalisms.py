@@ -44,8 +44,9 @@ def test_compare_runs_each_formalism_and_tables_what_each_run_recorded(data_dir,
                     "--max-rounds", "0", "--backup", "none")
         assert again.returncode == 0, again.stderr
         assert len(fake.requests) == asked == 9
-    table = (out / "compare-prontoqa.md").read_text()
-    rows = {line.split("|")[1].strip(): [cell.strip() for cell in line.split("|")[2:-1]]
+    table, paired = (out / "compare-prontoqa.md").read_text().split("\n\n")
+    # each rate's figure, its 95% interval after it (checked in test_pairs_... below)
+    rows = {line.split("|")[1].strip(): [cell.strip().split(" [")[0] for cell in line.split("|")[2:-1]]
             for line in table.splitlines()[2:]}
     assert list(rows) == ["lp", "asp", "fol"]
     # Our own ASP and FOL programs answer as gold; the broken ASP one neither parses nor answers.
@@ -59,10 +60,44 @@ def test_compare_runs_each_formalism_and_tables_what_each_run_recorded(data_dir,
                      for r in records(stage_dir / "solve.jsonl"))
         assert row == [str(metrics["total"]), f"{100 * parsed / 3:.1f}", f"{metrics['exe_rate']:.1f}",
                        f"{metrics['exe_acc']:.1f}", f"{metrics['accuracy']:.1f}"], formalism
+        # each rate's cell: the figure, its 95% interval from metrics.json, Exe_Acc's n
+        line = next(line for line in table.splitlines() if line.startswith(f"| {formalism} |"))
+        cells = [cell.strip() for cell in line.split("|")[2:-1]]
+        interval = "[{:.1f}, {:.1f}]"
+        assert cells[2] == f"{metrics['exe_rate']:.1f} " + interval.format(*metrics["exe_rate_ci"])
+        assert cells[3] == f"{metrics['exe_acc']:.1f} " + interval.format(*metrics["exe_acc_ci"]) + f" (n={metrics['executed']})"
+        assert cells[4] == f"{metrics['accuracy']:.1f} " + interval.format(*metrics["accuracy_ci"])
         solvers = {r["solver"] for r in records(stage_dir / "solve.jsonl")}
         assert solvers == {formalism}
     assert "prontoqa by formalism" in done.stdout and "66.7" in done.stdout
     assert again.stdout == done.stdout
+    _check_pairs(out, paired, done.stdout)
+
+
+def _evaluated(stage_dir):
+    return {r["id"]: r["correct"] for r in records(stage_dir / "evaluate.jsonl")}
+
+
+def _check_pairs(out, paired, shown):
+    """Each pair of formalisms: the 2x2 counts from the two runs' evaluate records, McNemar's p on them,
+    Holm's correction over the three pairs, and the verdict at --alpha 0.05."""
+    from logicpipe.core import stats
+
+    lines = paired.strip().splitlines()[2:]
+    assert [tuple(c.strip() for c in line.split("|")[1:3]) for line in lines] == [("lp", "asp"), ("lp", "fol"), ("asp", "fol")]
+    expected = []
+    for line in lines:
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        a, b = (_evaluated(out / name / "prontoqa") for name in cells[:2])
+        counts = [sum(a[i] == x and b[i] == y for i in a) for x, y in ((True, True), (True, False), (False, True), (False, False))]
+        assert [int(c) for c in cells[2:6]] == counts
+        expected.append(stats.mcnemar(counts[1], counts[2]))
+        assert cells[8] == f"{expected[-1]:.3g}"
+        assert cells[6] == f"{100 * (counts[1] - counts[2]) / 3:+.1f}"
+    for line, q in zip(lines, stats.holm(expected)):
+        cells = [c.strip() for c in line.split("|")[1:-1]]
+        assert cells[9] == f"{q:.3g}" and cells[10] == ("yes (p < 0.05)" if q < 0.05 else "no")
+    assert "Holm-corrected over 3 pairs" in shown
 
 
 def test_compare_refuses_a_formalism_without_a_prompt_before_any_run(data_dir, tmp_path):
@@ -108,3 +143,23 @@ def test_a_spending_cap_is_over_the_whole_compare_command(data_dir, tmp_path):
         done = compare(fake, out, "--max-tokens-total", "1000000")
         assert done.returncode == 0, done.stderr
         assert len(fake.requests) == 9  # the rest, each asked once
+
+
+def test_compare_runs_each_formalism_for_each_epoch(data_dir, tmp_path):
+    from collections import Counter
+
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(IDS) + "\n")
+    out = tmp_path / "out"
+    with FakeOpenAI(replies(data_dir)) as fake:
+        done = cli("compare", "-d", "prontoqa", "--formalisms", "lp,asp", "--data-dir", str(data_dir), "--out", str(out),
+                   "--model", "scripted", "--base-url", fake.url, "--ids", str(ids), "--max-rounds", "0",
+                   "--backup", "none", "--temperature", "0.5", "--epochs", "2")
+        assert done.returncode == 0, done.stderr
+    # two formalisms x three problems x two epochs, each epoch its own request (seed 2 for the second)
+    assert Counter(body.get("seed") for body in fake.requests) == {None: 6, 2: 6}
+    for formalism in ("lp", "asp"):
+        summary = json.loads((out / formalism / "epochs-prontoqa.json").read_text())
+        assert summary["epochs"] == 2 and summary["problems"] == 3
+        assert summary["folders"][1] == str(out / formalism / "epoch-2" / "prontoqa")
+        assert f"{formalism}: 2 epochs, mean accuracy {summary['mean_accuracy']}%" in done.stdout

@@ -30,9 +30,21 @@ def test_reproduce_writes_both_tables_and_the_chart(data_dir, tmp_path):
     row = next(r for r in result["rows"] if r["dataset"] == "ar-lsat")
     assert (arlsat["exe_rate_logiclm"], arlsat["exe_rate"]) == (row["exe_rate_logiclm"], row["exe_rate"])
     assert arlsat["diff_exe_acc"] == round(row["exe_acc_logiclm"] - arlsat["paper_exe_acc"], 2)
-    assert list(arlsat)[:9] == ["dataset", "model", "total", "exe_rate_logiclm", "paper_exe_rate", "diff_exe_rate",
-                                "exe_acc_logiclm", "paper_exe_acc", "diff_exe_acc"]
-    assert "| folio | gpt-4 |" in (tmp_path / "table3.md").read_text()
+    assert list(arlsat)[:12] == ["dataset", "model", "total", "exe_rate_logiclm", "exe_rate_logiclm_ci", "paper_exe_rate",
+                                 "diff_exe_rate", "executed_logiclm", "exe_acc_logiclm", "exe_acc_logiclm_ci",
+                                 "paper_exe_acc", "diff_exe_acc"]
+    # each rate with its 95% interval: Wilson's on the run's counts for Exe_Rate, and Exe_Acc's n beside it
+    from logicpipe.core import stats
+
+    executed = round(arlsat["exe_rate_logiclm"] * 12 / 100)
+    assert arlsat["executed_logiclm"] == executed and arlsat["exe_rate_logiclm_ci"] == stats.percent(stats.wilson(executed, 12))
+    low, high = folio["exe_acc_ci"]
+    assert low <= folio["exe_acc"] <= high and folio["executed"] == round(folio["exe_rate"] * 12 / 100)
+    text = (tmp_path / "table3.md").read_text()
+    assert "| folio | gpt-4 |" in text and f"| [{low:.2f}, {high:.2f}] |" in text
+    table2 = {r["dataset"]: r for r in json.loads((tmp_path / "table2.json").read_text())}
+    assert table2["folio"]["logic_lm_ci"] == stats.percent(stats.wilson(round(table2["folio"]["logic_lm"] * 12 / 100), 12))
+    assert table2["folio"]["n"] == 12 and table2["folio"]["standard_ci"] is None  # no baseline run: no interval
     assert (tmp_path / "table2.csv").read_text().count("not run") >= 10
     assert (tmp_path / "accuracy.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 

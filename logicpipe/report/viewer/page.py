@@ -89,6 +89,18 @@ def _cell(value: object) -> str:
     return escape("–" if value is None else str(value))  # undefined (or not recorded), never 0
 
 
+# The count each rate is of: shown beside it with its 95% interval (metrics.json's `<rate>_ci`).
+_N = {"exe_rate": "total", "exe_acc": "executed", "accuracy": "total"}
+
+
+def _rate(metrics: dict, key: str) -> str:
+    value, n, interval = metrics.get(key), metrics.get(_N[key]), metrics.get(f"{key}_ci")
+    if not isinstance(value, (int, float)) or not n:
+        return "–"  # undefined (nothing to divide by) is not zero
+    shown = f' <span class="ci">[{interval[0]:.2f}, {interval[1]:.2f}]</span>' if interval else ""
+    return f'{value:.2f}{shown} <span class="n">n={n}</span>'
+
+
 def _metrics_table(datasets: list[dict]) -> str:
     if not datasets:
         return "<p>No dataset directories in this run.</p>"
@@ -96,9 +108,10 @@ def _metrics_table(datasets: list[dict]) -> str:
     rows = []
     for entry in datasets:
         metrics = entry["metrics"]
-        cells = [entry["key"], *(_money(metrics.get(key)) if key.startswith("cost") else metrics.get(key)
-                                 for _, key in _METRICS), metrics.get("failures", {})]
-        rows.append("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in cells) + "</tr>")
+        cells = [escape(entry["key"]), *(_rate(metrics, key) if key in _N else _cell(_money(metrics.get(key)))
+                                         if key.startswith("cost") else _cell(metrics.get(key)) for _, key in _METRICS),
+                 _cell(metrics.get("failures", {}))]
+        rows.append("<tr>" + "".join(f"<td>{c}</td>" for c in cells) + "</tr>")
     return (f'<table class="metrics"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
             + _gold_agreement(datasets) + _faithfulness(datasets) + _groups(datasets))
 
@@ -117,7 +130,8 @@ def _groups(datasets: list[dict]) -> str:
         groups = {**(metrics.get("by_logic") or {}), **(metrics.get("by_pattern") or {})}
         if not groups:
             continue
-        rows = "".join("<tr>" + "".join(f"<td>{_cell(c)}</td>" for c in [name, *(row.get(k) for _, k in _GROUP_COLUMNS)])
+        rows = "".join("<tr>" + "".join(f"<td>{c}</td>" for c in [_cell(name), *(_rate(row, k) if k in _N else _cell(row.get(k))
+                                                                                  for _, k in _GROUP_COLUMNS)])
                        + "</tr>" for name, row in groups.items() if isinstance(row, dict))
         tables.append(f'<table class="metrics groups"><caption>{escape(entry["key"])} by logic type and pattern'
                       f'</caption><thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')

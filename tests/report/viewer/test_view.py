@@ -25,8 +25,11 @@ def test_page_shows_metrics_charts_and_every_problem(viewer_run, data_dir, tmp_p
     html = page.read_text()
     for dataset in ("ar-lsat", "logicaldeduction", "prontoqa"):
         metrics = json.loads((viewer_run / dataset / "metrics.json").read_text())
+        ci = {key: '<span class="ci">[{:.2f}, {:.2f}]</span>'.format(*metrics[f"{key}_ci"])
+              for key in ("exe_rate", "exe_acc")}  # each rate with its 95% interval and n
         assert f"<td>{dataset}</td><td>{metrics['total']}</td><td>{metrics['executed']}</td>" \
-               f"<td>{metrics['exe_rate']:.2f}</td><td>{metrics['exe_acc']:.2f}</td>" in html
+               f"<td>{metrics['exe_rate']:.2f} {ci['exe_rate']} <span class=\"n\">n={metrics['total']}</span></td>" \
+               f"<td>{metrics['exe_acc']:.2f} {ci['exe_acc']} <span class=\"n\">n={metrics['executed']}</span></td>" in html
     assert html.count("<svg") == 2 and "execution rate and accuracy" in html and "failures by category" in html
     failures = json.loads((viewer_run / "ar-lsat" / "metrics.json").read_text())["failures"]
     for category, count in failures.items():
