@@ -24,9 +24,10 @@ def test_exe_acc_of_a_run_where_nothing_executed_is_null_and_shown_as_a_dash(tmp
     assert (metrics["executed"], metrics["exe_rate"]) == (0, 0.0)  # a rate over 4 problems: 0 is its value
     assert metrics["exe_acc"] is None and metrics["exe_acc_logiclm"] is None
     summary = next(line for line in done.stdout.splitlines() if "0.00%" in line)
-    assert summary.split("│")[4].strip() == "–"  # the Exe_Acc column
+    assert summary.split("│")[4].strip() == "– (n=0)"  # the Exe_Acc column: undefined, with its n
     # compare's table (read back from a formalism's folder, as compare does)
-    assert markdown([read_row("lp", folder)], "cats").splitlines()[2] == "| lp | 4 | 0.0 | 0.0 | – | 75.0 |"
+    assert markdown([read_row("lp", folder)], "cats").splitlines()[2] == \
+        "| lp | 4 | 0.0 | 0.0 [0.0, 49.0] | – (n=0) | 75.0 [30.1, 95.4] |"
     # reproduce's tables
     write_table([{"dataset": "cats", "exe_acc": metrics["exe_acc"]}], tmp_path / "t", "t")
     assert (tmp_path / "t.md").read_text().splitlines()[-1] == "| cats | – |"
@@ -35,5 +36,6 @@ def test_exe_acc_of_a_run_where_nothing_executed_is_null_and_shown_as_a_dash(tmp
     page = tmp_path / "page.html"
     assert cli("view", str(tmp_path / "run"), "--out", str(page)).returncode == 0
     html = page.read_text()
-    assert "<td>cats</td><td>4</td><td>0</td><td>0.00</td><td>–</td><td>75.00</td>" in html
+    assert ('<td>cats</td><td>4</td><td>0</td><td>0.00 <span class="ci">[0.00, 48.99]</span> <span class="n">n=4</span>'
+            '</td><td>–</td><td>75.00') in html
     assert "cats Exe_Acc" not in html and payload(html)["problems"]

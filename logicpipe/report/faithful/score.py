@@ -10,6 +10,7 @@ from typing import Any
 from ...core.errors import LogicPipeError
 from ...solvers.fol import SECTIONS, FOLSolver
 from ...solvers.fol_parser import Bin, parse_formula
+from ...solvers.nltk_syntax import is_linc_program, linc_program
 from ...solvers.sections import walk_sections
 from . import align
 from .logic import NO, UNKNOWN, YES, Verdict, decide, plain, rename, search, show
@@ -35,6 +36,12 @@ def _all(statuses: list[str]) -> str:
 
 def _texts(program: str) -> tuple[list[tuple[str, str]], tuple[str, str]]:
     """(formula text, sentence) of each premise and of the conclusion, as the solver reads the program."""
+    if is_linc_program(program):  # LINC's TEXT:/FOL: pairs: the TEXT line is the sentence
+        read = linc_program(program)
+        codes = [line.split("FOL:", 1)[1].strip() for line in program.split("</EVALUATE>")[0].split("\n")
+                 if "FOL:" in line]
+        return ([(code, note) for code, (_, note) in zip(codes, read.premises)],
+                (codes[-1], read.conclusion[1]))
     premises: list[tuple[str, str]] = []
     conclusion: tuple[str, str] | None = None
     for line in walk_sections(program, SECTIONS, aliases={"Conclusions": "Conclusion"}, notes=[]):
