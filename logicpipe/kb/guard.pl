@@ -172,7 +172,7 @@ safe_call(Mode, apply(C, Args), _, _, Safe) :- !,           % its closure is not
     ).
 safe_call(Mode, G, N, A, user:lp_options(Safe)) :-        % write options that call a goal or a hook
     options_arg(N, A, _), \+ kb_local(N, A), !,               % (checked when they are known, as it runs)
-    (   predicate_property(user:G, meta_predicate(Spec))
+    (   meta_spec(G, Spec)
     ->  G =.. [N|Args], Spec =.. [_|Specs], maplist(safe_arg(Mode), Specs, Args, SafeArgs), Safe =.. [N|SafeArgs]
     ;   Safe = G
     ).
@@ -180,7 +180,7 @@ safe_call(_, G, N, A, user:lp_global(G)) :-                % the engine's own gl
     global_reader(N, A), \+ kb_local(N, A), !.
 safe_call(Mode, G, N, A, Safe) :-
     \+ kb_local(N, A),
-    predicate_property(user:G, meta_predicate(Spec)),
+    meta_spec(G, Spec),
     !,
     G =.. [N|Args], Spec =.. [_|Specs],
     maplist(safe_arg(Mode), Specs, Args, SafeArgs),
@@ -190,6 +190,16 @@ safe_call(Mode, G, N, A, Safe) :-
     ;   Safe = user:lp_colon(Safe0)                            % a module-sensitive argument from outside
     ).
 safe_call(_, G, _, _, G).
+
+% meta_spec(+G, -Spec): G's meta_predicate declaration as seen where the KB's code calls it: in the
+% module a KB file loads into (kb, or a module of its own), which sees the libraries the KB imported
+% (library(dcg/high_order)'s sequence//2, library(yall)'s >>, ...), else in user (the engine's imports
+% and autoloading). A library meta-predicate is checked like a builtin only if its declaration is found.
+meta_spec(G, Spec) :-
+    (   prolog_load_context(module, M), M \== user -> true ; M = kb ),
+    predicate_property(M:G, meta_predicate(Spec)), !.
+meta_spec(G, Spec) :-
+    predicate_property(user:G, meta_predicate(Spec)).
 
 % Defined by the KB itself (its meta-arguments are then the KB's business, checked where it calls them).
 kb_local(N, A) :- current_predicate(kb:N/A), functor(H, N, A), \+ predicate_property(kb:H, imported_from(_)).
