@@ -116,3 +116,28 @@ def test_a_library_meta_predicate_the_kb_does_not_import_is_checked_when_called_
     assert [r["status"] for r in results[:2]] == ["unknown", "unknown"]
     for goal, result in zip(goals[2:], results[2:], strict=True):
         assert result["status"] == STATUS[swipl_says(kb, goal)], goal
+
+
+# Pure builtins library(sandbox) accepts, once refused at goal level: each answers as plain swipl does.
+PURE_NOW = [
+    'string_code(1, "abc", C)', "char_type(a, alpha)", "char_type(1, alpha)",
+    "unify_with_occurs_check(X, f(Y))", "unify_with_occurs_check(X, f(X))", "X = f(X), cyclic_term(X)",
+    "T = f(X, Y), numbervars(T, 0, E), E == 2", 'term_string(T, "foo(X)"), T = foo(_)',
+    "pairs_keys_values(P, [a, b], [1, 2]), P == [a-1, b-2]", "list_to_assoc([a-1], A), A = t(a, 1, _, t, t)",
+    "aggregate(count, X^member(X, [a, b]), N), N == 2", "limit(2, member(X, [a, b, c])), X == c",
+    "distinct(X, member(X, [a, a, b]))", "call_nth(member(X, [a, b]), 2), X == b",
+]
+# Their goal arguments are checked like any goal's.
+PURE_HOSTILE = [
+    "aggregate(count, nb_setarg(1, f(a), b), N)", "aggregate(count, X^nb_setarg(1, f(a), X), N)",
+    "limit(1, nb_setarg(1, f(a), b))", "distinct(X, nb_setarg(1, f(a), b))", "call_nth(nb_setarg(1, f(a), b), N)",
+    'term_string(T, "nb_setval(k, v)"), T',
+]
+
+
+def test_pure_builtins_answer_as_swipl_and_their_goals_are_checked(kbcli, kb):
+    results = prove(kbcli, kb, PURE_NOW + PURE_HOSTILE)
+    for goal, result in zip(PURE_NOW, results, strict=False):
+        assert result["status"] == STATUS[swipl_says(kb, goal)], (goal, result.get("reason"))
+    for goal, result in zip(PURE_HOSTILE, results[len(PURE_NOW):], strict=True):
+        assert result["status"] == "unknown" and "refused" in result["reason"], (goal, result)
