@@ -25,6 +25,7 @@ q1(E, L, S) :- dcg_high_order:sequence(E, L, S, []).
 q2(E, L, S) :- call(dcg_high_order:sequence(E), L, S, []).
 dig(D) --> [D], { member(D, [1, 2, 3]) }.
 comma --> [','].
+shown(Opts, T) --> { term_string(T, _, Opts) }.
 gs(X) :- gensym(a, X).
 cl(G, C) :- setup_call_cleanup(true, G, C).
 nums(X) :- between(1, inf, X).
@@ -45,6 +46,8 @@ HOSTILE = [
     "opt(nb_setarg(1), nb_setarg(1), [a])",
     "q1(nb_setarg, [1], [a])",
     "q2(nb_setarg, [1], [a])",
+    # write options reaching term_string/3 through the KB's own closure: the goal in them is checked
+    "seq2(shown([portray_goal(nb_setval)]), [k], [])",
     # a limit firing in the cleanup handler that --max-solutions' cut ran
     "cl(nums(X), loop2(0))",
 ]
@@ -52,6 +55,8 @@ HOSTILE = [
 # Answered as plain swipl answers each on a fresh process (after the hostile goals of the same batch).
 LEGIT = [
     "setting(x, V)",                       # the lambda's nb_setval(x, ...) must not have run
+    "setting(k, V)",                       # nor shown//2's
+    "seq2(shown([quoted(true)]), [f('A')], [])",
     "parse_items(dig, L, [1, 2, 3])",
     "seq3(dig, comma, L, [1, ',', 2])",
     "seq4(dig, [1, 2], [1, 2])",
