@@ -199,6 +199,12 @@ safe_call(Mode, apply(C, Args), _, _, Safe) :- !,           % its closure is not
     ->  length(Args, N), safe_closure(N, C, SafeC), Safe = apply(SafeC, Args)
     ;   Safe = user:lp_apply(C, Args)
     ).
+safe_call(Mode, G, '>>', A, Safe) :- A > 2, !,             % library(yall) declares the body of a lambda
+    G =.. ['>>', Params, Body|Extra],                        % called with arguments `:`, not a goal: it
+    (   Mode == trusted, nonvar(Body)                         % is one, rewritten as any lambda's
+    ->  safe_lambda(Params>>Body, Params>>SafeBody), Safe =.. ['>>', Params, SafeBody|Extra]
+    ;   Safe = user:lp_apply(Params>>Body, Extra)             % refused when it runs: a goal may not call >>
+    ).
 safe_call(Mode, G, N, A, user:lp_options(Safe)) :-        % write options that call a goal or a hook
     options_arg(N, A, _), \+ kb_local(N, A), !,               % (checked when they are known, as it runs)
     (   meta_spec(G, Spec)
@@ -471,7 +477,7 @@ asserted_head(H) :-
 % from outside: it may name only the KB's module.
 user:lp_colon(G) :-
     functor(G, N, A), functor(Spec0, N, A),
-    predicate_property(user:Spec0, meta_predicate(Spec)),
+    meta_spec(Spec0, Spec),
     forall(( arg(I, Spec, (:)), arg(I, G, Arg) ), kb_module_term(Arg)),
     Spec =.. [_|Specs], G =.. [_|Args],
     \+ names_engine_pred(Specs, Args),          % as in plain swipl, where the engine is not: no such predicate

@@ -1,6 +1,7 @@
 """Red team, fifth round: a closure handed to a meta-predicate of a library the KB imported (library
 (dcg/high_order)'s sequence//2, optional//2, ..., also called module-qualified), which the whitelist
-did not check, and through which a lambda reached term_string/3 with a goal in its options; flag/3
+did not check, and through which a lambda reached term_string/3 with a goal in its options (also as
+the body of a lambda called directly, which library(yall) declares `:`, not a goal); flag/3
 counters (gensym/2) that leaked from one goal to the next; a limit that fired in a cleanup handler after
 --max-solutions cut the search; and an answer with thousands of query variables. Each hostile goal must
 be `unknown`; every other goal of the same batch answers as plain swipl answers it on a fresh process."""
@@ -26,6 +27,8 @@ q2(E, L, S) :- call(dcg_high_order:sequence(E), L, S, []).
 dig(D) --> [D], { member(D, [1, 2, 3]) }.
 comma --> [','].
 shown(Opts, T) --> { term_string(T, _, Opts) }.
+lam(P, B, X) :- '>>'(P, B, X).
+lit(X) :- '>>'([Y], atom(Y), X).
 gs(X) :- gensym(a, X).
 cl(G, C) :- setup_call_cleanup(true, G, C).
 nums(X) :- between(1, inf, X).
@@ -48,6 +51,9 @@ HOSTILE = [
     "q2(nb_setarg, [1], [a])",
     # write options reaching term_string/3 through the KB's own closure: the goal in them is checked
     "seq2(shown([portray_goal(nb_setval)]), [k], [])",
+    # library(yall) declares a lambda's body `:` (a module-sensitive argument), not a goal
+    "lam([X], term_string(y, _, [portray_goal(nb_setval)]), b)",
+    "lam([X], nb_setarg(1, f(a), X), b)",
     # a limit firing in the cleanup handler that --max-solutions' cut ran
     "cl(nums(X), loop2(0))",
 ]
@@ -56,6 +62,8 @@ HOSTILE = [
 LEGIT = [
     "setting(x, V)",                       # the lambda's nb_setval(x, ...) must not have run
     "setting(k, V)",                       # nor shown//2's
+    "setting(y, V)",                       # nor the lambda body's
+    "lit(a)", "lit(1)",
     "seq2(shown([quoted(true)]), [f('A')], [])",
     "parse_items(dig, L, [1, 2, 3])",
     "seq3(dig, comma, L, [1, ',', 2])",
