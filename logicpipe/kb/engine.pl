@@ -473,7 +473,13 @@ handle("prove", Request0, Reply) :-
 
 isolated(Goal) :-
     nb_setval(lp_table_limit, false),
-    call_cleanup(snapshot(Goal), ( restore_flags, restore_globals, abolish_created )).
+    findall(K-V, ( current_flag(K), flag(K, V, V) ), Counters),
+    call_cleanup(snapshot(Goal), ( restore_flags, restore_globals, restore_counters(Counters), abolish_created )).
+
+% flag/3's counters (gensym/2 keeps its numbering in them) as they were before the goal: a counter the
+% goal made cannot be removed, but at 0 it reads as one never used (flag/3 starts an unknown key at 0).
+restore_counters(Counters) :-
+    forall(current_flag(K), ( memberchk(K-V, Counters) -> flag(K, _, V) ; flag(K, _, 0) )).
 
 % A library the KB loads may declare its own global variables safe for library(sandbox) (clpb's
 % '$clpb_atoms'): what a goal left in them is set back, as the flags are.
@@ -521,13 +527,17 @@ prove(Request, Goal0, Names, Reply) :-
     Probe is Max + 1,                         % one more than shown tells whether the list is complete
     Answers = found([]),                      % held by this clause only: no goal can name it
     bounded(Request, ( checked_body(Goal0, Goal),
-                       forall(limit(Probe, call_delays(kb:Goal, Delays)), found(Answers, Goal, Delays)) ),
+                       forall(limit(Probe, ( call_delays(kb:Goal, Delays), found(Answers, Goal, Delays) )), true) ),
             Outcome0),
     (   undefined_in_tables -> Outcome = undefined_tabled, Found = []
     ;   Outcome = Outcome0, arg(1, Answers, Reversed), reverse(Reversed, Found)
     ),
-    length(Found, Count),
-    (   Count > Max -> length(Shown, Max), append(Shown, _, Found) ; Shown = Found ),
+    length(Found, Count0),
+    (   Outcome \== ok, Count0 > Max                % it fired after --max-solutions cut the search (in a
+    ->  Count = 0, Shown = []                        % cleanup handler the cut ran): unknown, not proved
+    ;   Count = Count0,
+        (   Count > Max -> length(Shown, Max), append(Shown, _, Found) ; Shown = Found )
+    ),
     (   Outcome == ok, Count =< Max -> Truncated = false ; Outcome == ok -> Truncated = true
     ;   Count > 0 -> Truncated = true ; Truncated = false ),
     verdict(Outcome, Count, Status, Limit, Reason),
@@ -650,7 +660,7 @@ explained_solution(Request, Goal0, Names0, Answer, Solution) :-
     answer_names(Goal0, Names0, Answer, Goal, Names1),
     (   cyclic_term(Names1)
     ->  cyclic_solution(Goal0, Names0, Names1, Solution)
-    ;   cut_answer(Names1, Names, Note), Note \== none     % too large or too deep to explain: shown cut
+    ;   cut_names(Names1, Names, Note), Note \== none      % too large or too deep to explain: shown cut
     ->  leaf_solution(Goal0, Names0, Names, Note, Solution)
     ;   catch(explained_in_full(Request, Goal, Names1, Solution0), Error, true),
         (   var(Error) -> Solution = Solution0
@@ -951,6 +961,19 @@ cut_args(I, Arity, T, D, Budget, Shown) :-
     arg(I, T, A), cut(A, D, Budget, S), arg(I, Shown, S),
     I1 is I + 1,
     cut_args(I1, Arity, T, D, Budget, Shown).
+
+% cut_names(+Names, -Shown, -Note): the query's Name=Value pairs with their values cut together, as one
+% term whose arguments they are: each name stays, and the list of them stays a list (however many the
+% query has), only values are cut.
+cut_names(Names, Shown, Note) :-
+    pairs_keys_values_eq(Names, Keys, Values),
+    Term =.. [v|Values],
+    cut_answer(Term, ShownTerm, Note),
+    ShownTerm =.. [v|ShownValues],
+    pairs_keys_values_eq(Shown, Keys, ShownValues).
+
+pairs_keys_values_eq([], [], []).
+pairs_keys_values_eq([K=V|T], [K|Ks], [V|Vs]) :- pairs_keys_values_eq(T, Ks, Vs).
 
 left_out(Budget) :- arg(3, Budget, N), N1 is N + 1, nb_setarg(3, Budget, N1).
 

@@ -43,7 +43,8 @@ safe_body(trusted, G, G) :-                     % already rewritten (asserted by
 safe_body(Mode, M:G, Safe) :- !,
     (   var(M) -> Safe = user:checked(M:G)                     % checked again once M is known
     ;   M == kb -> safe_body(Mode, G, Safe)
-    ;   Mode == trusted, nonvar(G) -> safe_body(trusted, G, SafeG), qualified(M, SafeG, Safe)
+    ;   Mode == trusted, nonvar(G) -> in_module(M, G, G1), safe_body(trusted, G1, SafeG0),
+                                      qualified_meta(M, G1, SafeG0, SafeG), qualified(M, SafeG, Safe)
     ;   Mode == trusted -> Safe = user:checked(M:G)            % refused when it runs: M is not kb
     ;   throw(refused(whitelist, M:G))
     ).
@@ -92,6 +93,34 @@ own_loading(N, A) :-
 clause_head((H :- _), N, A) :- callable(H), functor(H, N, A).
 clause_head((H0 --> _), N, A) :-
     callable(H0), ( H0 = (H, _) -> true ; H = H0 ), callable(H), functor(H, N, A0), A is A0 + 2.
+
+% qualified_meta(+M, +G, +SafeG0, -SafeG): M:G in the KB's code, where G is a meta-predicate of M that
+% the KB's module does not see (dcg_high_order:sequence(E, L, S0, S) without importing it): its
+% meta-arguments are checked by M's own declaration, even where the KB defines a predicate of that name.
+% As in SWI-Prolog, an unqualified meta-argument of M:G is called in M (so the check refuses it unless M
+% is the KB's: plain swipl raises an existence error for the KB's closure there).
+qualified_meta(M, G, SafeG0, SafeG) :-
+    SafeG0 == G, library_meta(M, G, Spec), !,
+    G =.. [N|Args], Spec =.. [_|Specs],
+    maplist(safe_arg(trusted), Specs, Args, SafeArgs),
+    SafeG =.. [N|SafeArgs].
+qualified_meta(_, _, SafeG, SafeG).
+
+library_meta(M, G, Spec) :-
+    atom(M), M \== kb, M \== user, current_module(M), callable(G), G \= _:_,
+    predicate_property(M:G, meta_predicate(Spec)).
+
+% in_module(+M, +G, -G1): G's unqualified goal and closure arguments qualified with M, where SWI-Prolog
+% calls them when G is called as M:G.
+in_module(M, G, G1) :-
+    library_meta(M, G, Spec), !,
+    G =.. [N|Args], Spec =.. [_|Specs],
+    maplist(arg_in_module(M), Specs, Args, Args1),
+    G1 =.. [N|Args1].
+in_module(_, G, G).
+
+arg_in_module(M, Spec, A, M:A) :- integer(Spec), \+ ( nonvar(A), A = _:_ ), !.
+arg_in_module(_, _, A, A).
 
 % M:user:checked(G) is user:checked(G) (library(sandbox) reads only one qualification in a meta-argument).
 qualified(_, Safe, Safe) :- nonvar(Safe), Safe = user:_, !.
@@ -170,9 +199,15 @@ safe_call(Mode, apply(C, Args), _, _, Safe) :- !,           % its closure is not
     ->  length(Args, N), safe_closure(N, C, SafeC), Safe = apply(SafeC, Args)
     ;   Safe = user:lp_apply(C, Args)
     ).
+safe_call(Mode, G, '>>', A, Safe) :- A > 2, !,             % library(yall) declares the body of a lambda
+    G =.. ['>>', Params, Body|Extra],                        % called with arguments `:`, not a goal: it
+    (   Mode == trusted, nonvar(Body)                         % is one, rewritten as any lambda's
+    ->  safe_lambda(Params>>Body, Params>>SafeBody), Safe =.. ['>>', Params, SafeBody|Extra]
+    ;   Safe = user:lp_apply(Params>>Body, Extra)             % refused when it runs: a goal may not call >>
+    ).
 safe_call(Mode, G, N, A, user:lp_options(Safe)) :-        % write options that call a goal or a hook
     options_arg(N, A, _), \+ kb_local(N, A), !,               % (checked when they are known, as it runs)
-    (   predicate_property(user:G, meta_predicate(Spec))
+    (   meta_spec(G, Spec)
     ->  G =.. [N|Args], Spec =.. [_|Specs], maplist(safe_arg(Mode), Specs, Args, SafeArgs), Safe =.. [N|SafeArgs]
     ;   Safe = G
     ).
@@ -180,7 +215,7 @@ safe_call(_, G, N, A, user:lp_global(G)) :-                % the engine's own gl
     global_reader(N, A), \+ kb_local(N, A), !.
 safe_call(Mode, G, N, A, Safe) :-
     \+ kb_local(N, A),
-    predicate_property(user:G, meta_predicate(Spec)),
+    meta_spec(G, Spec),
     !,
     G =.. [N|Args], Spec =.. [_|Specs],
     maplist(safe_arg(Mode), Specs, Args, SafeArgs),
@@ -190,6 +225,16 @@ safe_call(Mode, G, N, A, Safe) :-
     ;   Safe = user:lp_colon(Safe0)                            % a module-sensitive argument from outside
     ).
 safe_call(_, G, _, _, G).
+
+% meta_spec(+G, -Spec): G's meta_predicate declaration as seen where the KB's code calls it: in the
+% module a KB file loads into (kb, or a module of its own), which sees the libraries the KB imported
+% (library(dcg/high_order)'s sequence//2, library(yall)'s >>, ...), else in user (the engine's imports
+% and autoloading). A library meta-predicate is checked like a builtin only if its declaration is found.
+meta_spec(G, Spec) :-
+    (   prolog_load_context(module, M), M \== user -> true ; M = kb ),
+    predicate_property(M:G, meta_predicate(Spec)), !.
+meta_spec(G, Spec) :-
+    predicate_property(user:G, meta_predicate(Spec)).
 
 % Defined by the KB itself (its meta-arguments are then the KB's business, checked where it calls them).
 kb_local(N, A) :- current_predicate(kb:N/A), functor(H, N, A), \+ predicate_property(kb:H, imported_from(_)).
@@ -223,11 +268,15 @@ safe_arg(Mode, 0, G, Safe) :- !, safe_body(Mode, G, Safe).
 safe_arg(Mode, ^, G, Safe) :- !, safe_carets(Mode, G, Safe).
 safe_arg(Mode, //, G, Safe) :- !, safe_grammar(Mode, G, Safe).
 safe_arg(Mode, N, C, Safe) :- integer(N), !,
-    (   var(C) -> Safe = user:lp_closure(C)
+    (   unknown_closure(C) -> Safe = user:lp_closure(C)
     ;   Mode == checked -> Safe = user:lp_closure(C)
     ;   safe_closure(N, C, Safe)
     ).
 safe_arg(_, _, A, A).
+
+% A closure (or its module) unbound until it runs: checked then.
+unknown_closure(C) :- var(C), !.
+unknown_closure(M:C) :- ( var(M) -> true ; unknown_closure(C) ).
 
 safe_carets(Mode, G, Safe) :- nonvar(G), G = V^Inner, !, Safe = V^SafeInner, safe_carets(Mode, Inner, SafeInner).
 safe_carets(Mode, G, Safe) :- safe_body(Mode, G, Safe).
@@ -428,7 +477,7 @@ asserted_head(H) :-
 % from outside: it may name only the KB's module.
 user:lp_colon(G) :-
     functor(G, N, A), functor(Spec0, N, A),
-    predicate_property(user:Spec0, meta_predicate(Spec)),
+    meta_spec(Spec0, Spec),
     forall(( arg(I, Spec, (:)), arg(I, G, Arg) ), kb_module_term(Arg)),
     Spec =.. [_|Specs], G =.. [_|Args],
     \+ names_engine_pred(Specs, Args),          % as in plain swipl, where the engine is not: no such predicate

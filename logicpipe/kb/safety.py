@@ -13,7 +13,7 @@ from ..core.errors import ProgramParseError
 CONTROL = {
     (",", 2), (";", 2), ("->", 2), ("*->", 2), ("\\+", 1), ("not", 1), ("call", 1), ("once", 1), ("ignore", 1),
     ("findall", 3), ("findall", 4), ("forall", 2), ("aggregate_all", 3), ("aggregate_all", 4), ("bagof", 3),
-    ("setof", 3), ("catch", 3),
+    ("setof", 3), ("catch", 3), ("aggregate", 3), ("limit", 2), ("distinct", 2), ("call_nth", 2),
 }
 
 # Pure builtins: no side effects, no I/O, no access to the database or the system.
@@ -34,7 +34,8 @@ PURE = {
     ("string_upper", 2), ("sub_string", 5), ("string_chars", 2), ("number_string", 2), ("term_to_atom", 2),
     ("functor", 3), ("arg", 3), ("copy_term", 2), ("compare", 3), ("dif", 2),
     ("atomic_list_concat", 2), ("atomic_list_concat", 3), ("split_string", 4), ("term_variables", 2),
-    ("=@=", 2),
+    ("=@=", 2), ("string_code", 3), ("char_type", 2), ("unify_with_occurs_check", 2), ("cyclic_term", 1),
+    ("numbervars", 3), ("term_string", 2), ("pairs_keys_values", 3), ("list_to_assoc", 2),
 }
 
 
