@@ -15,6 +15,7 @@ from logicpipe.kb.knowledge import KnowledgeBase
 from logicpipe.kb.prolog import GRACE_SECONDS, STDERR_KEPT, ProofLimits
 from logicpipe.solvers.lp import swipl_path
 from logicpipe.testing.server import FakeOpenAI
+from tests.kb.test_redteam import _reply
 
 RULES = """\
 :- dynamic fact/1.
@@ -306,17 +307,6 @@ def test_threads_cannot_be_allowed_by_name(kbcli, kb):
     """thread_create/3 is a meta-predicate: --allow cannot declare it safe, and says so in one line."""
     done = kbcli("kb", "prove", str(kb), "spawn(fact(0))", "--allow", "thread_create/3")
     assert done.returncode == 2 and done.stderr.startswith("error: --allow thread_create/3: not a builtin")
-
-
-def _reply(goals):
-    def reply(body):
-        key = body["_logicpipe"]["problem"]
-        if body["_logicpipe"]["purpose"] == "kb-goals":
-            return "```prolog\n" + goals[key] + ".\n```"
-        if body["_logicpipe"]["purpose"] == "kb-claims":
-            return json.dumps([{"claim": "it holds", "goal": goals[key]}])
-        return "ANSWER"
-    return reply
 
 
 def test_hostile_options_through_ask_and_validate(kbcli, kb, tmp_path):
