@@ -236,8 +236,21 @@ bfs(P, Seen, [], Next, Path) :-
 % The KB predicates that a clause of P may call first, each as Q-[].
 left_step(M:N/A, Steps) :-
     functor(H, N, A),
-    findall(Q-[], ( kb_clause(M:H, B, _, _), first_calls(M, B, Calls, _), member(Q, Calls) ), Steps0),
+    findall(Q-[], ( kb_clause(M:H, B, _, _), first_calls(M, B, Calls, _), member(Q, Calls),
+                    \+ ( Q == M:N/A, leftmost(B, G), shrinking(H, G) ) ),
+            Steps0),
     sort(Steps0, Steps).
+
+% A call on a proper part of one of the head's own arguments ends once that argument is bound: no left
+% recursion (the engine's shrinking/2, which leaves such a predicate untabled).
+leftmost(B, _) :- var(B), !, fail.
+leftmost((A, _), G) :- !, leftmost(A, G).
+leftmost(G, G).
+
+shrinking(H, G) :-
+    functor(H, N, A), functor(G, N, A),
+    between(1, A, I), arg(I, H, Part), compound(Part), arg(I, G, Sub),
+    sub_term(S, Part), S \== Part, S == Sub, !.
 
 % first_calls(+Module, +Body, -Calls, -Passes): the KB predicates Body can call before any other KB
 % predicate; Passes is true when Body can succeed without calling one (then what follows comes first).

@@ -359,7 +359,17 @@ body_edge(Pick, N/A, M/B) :-
     call(Pick, Body, G),
     callable(G), \+ G = _:_,
     functor(G, M, B),
-    kb_pred(M, B).
+    kb_pred(M, B),
+    \+ ( Pick == first_goal, shrinking(H, G) ).
+
+% shrinking(+Head, +Call): Call, to Head's own predicate, is on a proper part of one of Head's arguments
+% (cnt([_|T], N) :- cnt(T, M), ...): a recursion plain Prolog ends once that argument is bound, so it is
+% no left recursion. Tabling it would change its answers: duplicates merged, another order, tables
+% stale after an assert, constraints refused.
+shrinking(H, G) :-
+    functor(H, N, A), functor(G, N, A),
+    between(1, A, I), arg(I, H, Part), compound(Part), arg(I, G, Sub),
+    sub_term(S, Part), S \== Part, S == Sub, !.
 
 has_cut(H) :- clause(kb:H, Body), sub_goal(Body, G), G == !, !.
 
