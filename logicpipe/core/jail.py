@@ -65,9 +65,6 @@ class Jail:
     file_mb: int = 64  # the largest file it may write (its stderr file too)
     open_files: int = 64
     tmp_mb: int = 64  # its private /tmp
-    # OS threads: SWI-Prolog's time limits need one of its own (library(time)'s alarm thread, started
-    # even with --threads=false, which keeps Prolog threads off); Prover9 needs none.
-    threads: bool = True
     # Layers left out, for the tests that show what the others still stop: "seccomp", "landlock",
     # "network" (the host's network namespace kept), "readonly" (the `read` paths bound writable).
     off: frozenset[str] = frozenset()
@@ -170,7 +167,7 @@ def _errno(code: int) -> int:
     return 0x00050000 | code  # SCMP_ACT_ERRNO(code)
 
 
-def _seccomp_filter(threads: bool) -> int:
+def _seccomp_filter() -> int:
     """A file descriptor holding the compiled BPF program bubblewrap loads (--seccomp FD)."""
     lib = ctypes.CDLL(ctypes.util.find_library("seccomp") or "libseccomp.so.2", use_errno=True)
     lib.seccomp_init.restype = ctypes.c_void_p
@@ -199,10 +196,9 @@ def _seccomp_filter(threads: bool) -> int:
         rule(_errno(errno.EPERM), "prlimit64", (2, _SCMP_CMP_NE, 0, 0))
         # clone3 hides its flags in a struct seccomp cannot read: ENOSYS makes glibc fall back to clone.
         rule(_errno(errno.ENOSYS), "clone3")
-        if threads:  # a thread (CLONE_THREAD) yes, a process no
-            rule(_errno(errno.EPERM), "clone", (0, _SCMP_CMP_MASKED_EQ, _CLONE_THREAD, 0))
-        else:
-            rule(_errno(errno.EPERM), "clone")
+        # A thread (CLONE_THREAD) yes, a process no: SWI-Prolog's time limits need its alarm thread,
+        # which library(time) starts even with --threads=false (that flag keeps Prolog threads off).
+        rule(_errno(errno.EPERM), "clone", (0, _SCMP_CMP_MASKED_EQ, _CLONE_THREAD, 0))
         fd = os.memfd_create("logicpipe-seccomp", 0)
         if lib.seccomp_export_bpf(ctx, fd) < 0:
             os.close(fd)
@@ -246,7 +242,7 @@ def _python_binds() -> list[str]:
 
 def command(jail: Jail, argv: Sequence[str]) -> tuple[list[str], Callable[[], None], tuple[int, ...]]:
     """(argv, preexec_fn, pass_fds) for subprocess.Popen: `argv` run inside the jail."""
-    fd = _seccomp_filter(jail.threads)
+    fd = _seccomp_filter()
     _filter_fds.append(fd)
     folder = str(Path(jail.folder).resolve()) if jail.folder else ""
     home = folder or "/tmp"

@@ -232,8 +232,8 @@ class PrologProcess:
 
     def _start(self, staged: dict[str, Path], entries: list[Path]) -> subprocess.Popen:
         memory = self.limits.memory_mb
-        threads = "thread_create/3" in self.allow
-        command = [swipl_path(), "-q", f"--stack-limit={memory}m", *([] if threads else ["--threads=false"]),
+        # Prolog threads off: no goal or rule may start one (thread_create/3 cannot be --allow'ed).
+        command = [swipl_path(), "-q", f"--stack-limit={memory}m", "--threads=false",
                    "-g", "main", "-t", "halt(1)", str(ENGINE)]
         if self.jail.active:
             # The KB's own files (the folder of one that loads others by relative path), the engine's
