@@ -299,30 +299,15 @@ _METHOD = inspect.Parameter("method", inspect.Parameter.KEYWORD_ONLY, annotation
 
 
 def _with_method(config: RunConfig, method: str | None, command: str) -> tuple[RunConfig, str | None]:
-    """The run options with the method's settings, and its baseline mode (None for a solver method). An
-    option given explicitly with another value than the method's is refused, before anything runs."""
+    """The run options with the method's settings (stages/methods.py), and its baseline mode (None for a
+    solver method)."""
     if method is None:
         return config, None
     from .data.methods import load_method
+    from .stages.methods import configure
 
     spec = load_method(method)
-    if command == "run" and spec.baseline is not None:
-        raise UsageError(f"method '{spec.name}' answers without a solver: use `logicpipe baseline --method {spec.name}`")
-    if command == "baseline" and spec.baseline is None:
-        raise UsageError(f"method '{spec.name}' runs a solver: use `logicpipe run --method {spec.name}`")
-    if spec.syntax == "linc" and config.model and config.programs is None:
-        raise UsageError(f"method '{spec.name}' has no prompt shipped for its program syntax: replay its programs "
-                         "with --programs (or `logicpipe reproduce --paper linc`)")
-    options = spec.run_options()
-    for field, value in options.items():
-        given = getattr(config, field)
-        if given != RunConfig.model_fields[field].default and given != value:
-            flag = "--" + field.replace("_", "-")
-            raise UsageError(f"--method {spec.name} sets {flag} {value}; drop {flag} {given}")
-    try:
-        return RunConfig(**{**config.model_dump(exclude_unset=True), **options}), spec.baseline
-    except ValidationError as exc:
-        raise invalid_options(exc) from None
+    return configure(config, spec, command), spec.baseline
 
 
 @_command("run", [_METHOD])

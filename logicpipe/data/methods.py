@@ -13,7 +13,7 @@ from functools import cache
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from ..core.errors import DataError, UsageError, did_you_mean
 
@@ -28,6 +28,17 @@ class Figure(BaseModel):
     where: str
 
 
+class Step(BaseModel):
+    """One prompted step of a solver-free method (SymbCoT's translate, plan, solve, verify). Its template
+    sees the problem's fields and, as {{<name>}}, the reply of every earlier step."""
+
+    model_config = ConfigDict(extra="forbid")
+    name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
+    # A prompt id; `{dataset}` in it is replaced by the task's key (symbcot-{dataset}-plan).
+    prompt: str = Field(pattern=r"^[A-Za-z0-9_.{}-]+$")
+    answers: bool = False  # whether its reply is read for the answer (the last that gives one is taken)
+
+
 class MethodSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9.+-]*$")
@@ -37,7 +48,13 @@ class MethodSpec(BaseModel):
     # "task": the dataset's own formalism; a solver name (fol, lp, ...); None: no solver (a baseline).
     solver: str | None
     syntax: Literal["logic-lm", "linc"] = "logic-lm"
-    baseline: Literal["standard", "cot"] | None = None
+    baseline: Literal["standard", "cot", "chain"] | None = None
+    # The datasets (task keys) the method has prompts for; empty: every dataset.
+    datasets: list[str] = []
+    # A solver method's own formulate prompt for each dataset (SatLM's, LINC's); empty: the task's own.
+    prompts: dict[str, str] = {}
+    # A solver-free method's chain of prompted steps (baseline "chain").
+    steps: list[Step] = []
     samples: int = Field(default=1, ge=1, le=64)
     temperature: float = Field(default=0.0, ge=0, le=2)
     # The most common verdict among the samples that gave one, ties to the first seen (LINC's
@@ -48,6 +65,11 @@ class MethodSpec(BaseModel):
     backup: Literal["random", "cot", "none"] = "random"
     figures: list[Figure] = []
     reproduced: str = ""
+    _path: Path | None = PrivateAttr(default=None)  # a user's spec file (None: shipped)
+
+    @property
+    def path(self) -> Path | None:
+        return self._path
 
     @model_validator(mode="after")
     def _consistent(self) -> MethodSpec:
@@ -56,9 +78,24 @@ class MethodSpec(BaseModel):
                              "(standard or cot), not both or neither")
         if self.samples > 1 and self.temperature == 0:
             raise ValueError("samples > 1 needs temperature > 0, or every sample is the same")
+        if (self.baseline == "chain") != bool(self.steps):
+            raise ValueError("a method with steps has baseline 'chain', and a 'chain' method has steps")
+        if self.steps and not any(step.answers for step in self.steps):
+            raise ValueError("a chain needs a step whose reply is read for the answer (answers: true)")
+        if len({step.name for step in self.steps}) != len(self.steps):
+            raise ValueError("two steps share a name")
+        if self.prompts and self.solver is None:
+            raise ValueError("prompts are a solver method's formulate prompts; a baseline has none")
         if (self.refine == "none") != (self.max_rounds == 0):
             raise ValueError("refine 'none' goes with max_rounds 0, and 'error' or 'semantic' with at least 1")
         return self
+
+    def formulate_prompt(self, dataset: str) -> str | None:
+        """The method's own formulate prompt for the dataset (None: the task's own)."""
+        return self.prompts.get(dataset)
+
+    def step_prompts(self, dataset: str) -> list[str]:
+        return [step.prompt.replace("{dataset}", dataset) for step in self.steps]
 
     def run_options(self) -> dict:
         """The run options the method sets (RunConfig field names)."""
@@ -73,7 +110,7 @@ class MethodSpec(BaseModel):
 
 @cache
 def shipped() -> dict[str, MethodSpec]:
-    return {spec.name: spec for spec in (_read(path) for path in sorted(_SHIPPED.glob("*.json")))}
+    return {spec.name: spec for spec in (_read(path, shipped=True) for path in sorted(_SHIPPED.glob("*.json")))}
 
 
 def load_method(name: str) -> MethodSpec:
@@ -90,13 +127,13 @@ def load_method(name: str) -> MethodSpec:
     return known[name]
 
 
-def _read(path: Path) -> MethodSpec:
+def _read(path: Path, shipped: bool = False) -> MethodSpec:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"{path}: not a JSON method spec ({exc})") from None
     try:
-        return MethodSpec.model_validate(raw)
+        spec = MethodSpec.model_validate(raw)
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(map(str, first["loc"])) or "spec"
@@ -106,3 +143,11 @@ def _read(path: Path) -> MethodSpec:
         else:
             message = str(first["msg"]).removeprefix("Value error, ")
         raise DataError(f"{path}: {where}: {message}") from None
+    if not shipped:
+        spec._path = path.absolute()
+    return spec
+
+
+def method_name(method: str) -> str:
+    """A run's method (a shipped name, or a spec file's path) as its folders name it."""
+    return load_method(method).name

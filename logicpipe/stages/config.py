@@ -282,6 +282,9 @@ class RunConfig(TaskOptions):
     max_rounds: int = Field(default=3, ge=0, le=10)
     refine_model: str | None = None
     refine: RefineMode = "error"
+    # A published method (--method: a shipped name or a spec file's absolute path; stages/methods.py set
+    # its options): where it has a formulate prompt of its own for the task, the run uses that one.
+    method: str | None = None
     # Grammar-constrained decoding of formulate and refine requests (logicpipe/llm/constrain.py).
     constrain: bool = False
     constrain_format: Literal["gbnf", "vllm"] = "gbnf"
@@ -362,6 +365,15 @@ class RunConfig(TaskOptions):
         """The seed sampled requests carry: none in the first epoch (its requests, cache keys and records
         are those of a run without --epochs), the epoch's number after it."""
         return None if self.epoch == 1 else self.epoch
+
+    @property
+    def method_prompt(self) -> str | None:
+        """The method's own formulate prompt for this task, if it has one (SatLM's, LINC's)."""
+        if self.method is None:
+            return None
+        from ..data.methods import load_method
+
+        return load_method(self.method).formulate_prompt(self.spec.key)
 
     @property
     def refine_with(self) -> str | None:

@@ -13,6 +13,7 @@ from ..core.records import InterpretRecord, Problem
 from ..core.task import Task
 from ..core.trajectory import Trajectory
 from ..data import ProblemSet, Programs, index_problems, index_programs
+from ..data.methods import method_name
 from ..data.program_files import WrittenPrograms
 from ..llm import api_key
 from ..llm.declared import phased
@@ -49,9 +50,10 @@ class RunReport:
 def task_for(config: RunConfig) -> Task:
     spec = config.spec
     other = config.other_formalism  # its own formulate prompt: <the task's prompt>-<formalism>
+    prompt = config.method_prompt or (f"{spec.prompt}-{other}" if other else spec.prompt)
     return Task(dataset=spec.key, name=spec.title, split=config.split, solver=config.solver,
                 answer_space=spec.answer_space, closed_world=spec.closed_world, timeout=spec.timeout,
-                prompt=f"{spec.prompt}-{other}" if other else spec.prompt,
+                prompt=prompt,
                 definition=spec.digest() if config.task is not None else None)
 
 
@@ -389,15 +391,17 @@ def run(config: RunConfig, progress: Progress = quiet) -> RunReport:
     return run_stages(config, list(PIPELINE), progress)
 
 
-def baseline(config: RunConfig, mode: str, progress: Progress = quiet) -> RunReport:
+def baseline(config: RunConfig, mode: str, progress: Progress = quiet, gate: Gate | None = None) -> RunReport:
     """The paper's Standard or CoT row: the model answers directly, scored by the same evaluator.
-    Files go to OUT/baseline-MODE/<dataset>/ (interpret.jsonl holds the answers)."""
+    Files go to OUT/baseline-MODE/<dataset>/, or OUT/baseline-METHOD/<dataset>/ for a method's
+    (`--method`: `baseline-cot` for cot) (interpret.jsonl holds the answers)."""
     if mode not in ("standard", "cot"):
         raise UsageError(f"unknown baseline mode '{mode}'; choose standard or cot")
     if not config.model:
         raise UsageError("baselines need --model")
-    config = config.model_copy(update={"out": config.out / f"baseline-{mode}", "backup": "none", "programs": None})
-    ctx, problems = open_context(config, [mode], progress)
+    folder = f"baseline-{method_name(config.method) if config.method else mode}"
+    config = config.model_copy(update={"out": config.out / folder, "backup": "none", "programs": None})
+    ctx, problems = open_context(config, [mode], progress, gate=gate)
     ctx.prompts.get(mode)
     api_key(config.base_url)
     return _hold(ctx, problems, [mode],

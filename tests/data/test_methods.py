@@ -94,7 +94,7 @@ def test_method_options_are_checked_before_anything_runs(tmp_path):
         (["run", "--method", "cot"], "answers without a solver: use `logicpipe baseline --method cot`"),
         (["baseline", "--method", "linc", "--model", "m"], "runs a solver: use `logicpipe run --method linc`"),
         (["run", "--method", "linc", "--num-samples", "3", "--temperature", "0.5"], "--method linc sets --num-samples 10"),
-        (["run", "--method", "linc", "--model", "m"], "no prompt shipped"),
+        (["run", "--method", "linc", "--model", "m"], "has no prompt for mortal in its program syntax"),
         (["run", "--method", "logic-lm-pp"], "--refine semantic needs a model"),
         (["run", "--method", "lnic"], "did you mean 'linc'"),
     ]:
