@@ -408,9 +408,15 @@ def audit(config: RunConfig) -> None:
                  + f"; listed in {path}")
 
 
-_FORMALISMS = inspect.Parameter("formalisms", inspect.Parameter.KEYWORD_ONLY, annotation=str,
-                                default=typer.Option(..., "--formalisms", help="the formalisms to compare, "
-                                                     "comma-separated (e.g. lp,asp); each runs into OUT/<formalism>/"))
+_FORMALISMS = inspect.Parameter("formalisms", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
+                                default=typer.Option(None, "--formalisms", help="the formalisms to compare through "
+                                                     "Logic-LM's pipeline, comma-separated (e.g. lp,asp); each runs "
+                                                     "into OUT/<formalism>/"))
+_METHODS = inspect.Parameter("methods", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
+                             default=typer.Option(None, "--methods", help="the methods to compare, comma-separated "
+                                                  "(e.g. logic-lm,linc,cot; `logicpipe methods` lists them, or a "
+                                                  "spec file NAME.json); each runs into OUT/<method>/ (one without a "
+                                                  "solver into OUT/baseline-<method>/)"))
 
 
 _ALPHA = inspect.Parameter("alpha", inspect.Parameter.KEYWORD_ONLY, annotation=float,
@@ -418,23 +424,38 @@ _ALPHA = inspect.Parameter("alpha", inspect.Parameter.KEYWORD_ONLY, annotation=f
                                                 "paired comparisons (Holm-adjusted McNemar p below it)"))
 
 
-@_command("compare", [_FORMALISMS, _ALPHA])
-def compare(config: RunConfig, formalisms: str, alpha: float = 0.05) -> None:
-    """One dataset through several formalisms (same model, cache, refinement and evaluator): a table of parse rate, Exe_Rate, Exe_Acc and accuracy with 95% intervals, and each pair of formalisms compared on the same problems."""
+@_command("compare", [_METHODS, _FORMALISMS, _ALPHA])
+def compare(config: RunConfig, methods: Optional[str] = None, formalisms: Optional[str] = None,
+            alpha: float = 0.05) -> None:
+    """One dataset through several methods (--methods) or formalisms (--formalisms) with the same model, cache and evaluator: a table of parse rate, Exe_Rate, Exe_Acc and accuracy with 95% intervals, and each pair of columns compared on the same problems."""
     from rich.table import Table
 
-    from .report.formalisms import PAIR_COLUMNS, pair_cells, pairs, parse_formalisms, write_table
-    from .report.formalisms import compare as compare_runs
+    from .report.compare import (
+        PAIR_COLUMNS,
+        compare_arms,
+        formalism_arms,
+        method_arms,
+        pair_cells,
+        pairs,
+        parse_formalisms,
+        parse_methods,
+        write_table,
+    )
 
+    if (methods is None) == (formalisms is None):
+        raise UsageError("compare needs --methods (e.g. logic-lm,linc,cot) or --formalisms (e.g. lp,asp), "
+                         "one of the two")
+    kind = "method" if methods is not None else "formalism"
     try:
-        names = parse_formalisms(formalisms)
+        arms = (method_arms(config, parse_methods(methods)) if methods is not None
+                else formalism_arms(config, parse_formalisms(formalisms or "")))
     except ValueError as exc:
-        raise LogicPipeError(f"invalid option --formalisms: {exc}") from None
+        raise LogicPipeError(f"invalid option --{kind}s: {exc}") from None
     bar, update = _progress()
     with bar:
-        rows = compare_runs(config, names, update)
-    table = Table(title=f"{config.spec.key} by formalism")
-    for column in ("formalism", "problems", "parse rate", "Exe_Rate", "Exe_Acc", "accuracy"):
+        rows = compare_arms(config, arms, update)
+    table = Table(title=f"{config.spec.key} by {kind}")
+    for column in (kind, "problems", "parse rate", "Exe_Rate", "Exe_Acc", "accuracy"):
         table.add_column(column, no_wrap=True)
     for row in rows:
         table.add_row(*row.cells())
@@ -442,7 +463,7 @@ def compare(config: RunConfig, formalisms: str, alpha: float = 0.05) -> None:
     for row in rows:
         if row.epochs is not None:
             summary = row.epochs
-            stdout.print(f"{row.formalism}: {summary['epochs']} epochs, mean accuracy {summary['mean_accuracy']}% ± "
+            stdout.print(f"{row.name}: {summary['epochs']} epochs, mean accuracy {summary['mean_accuracy']}% ± "
                          f"{summary['stderr_clustered']} (standard error clustered by problem), right in every epoch "
                          f"or none: {summary['consistent']} of {summary['problems']}; {summary['path']}",
                          markup=False, highlight=False, soft_wrap=True)

@@ -122,7 +122,7 @@ def test_compare_pairs_are_holm_corrected_and_judged_at_alpha(runs, tmp_path):
     from statsmodels.stats.multitest import multipletests
 
     from logicpipe import diff
-    from logicpipe.report.formalisms import pairs, read_row
+    from logicpipe.report.compare import pairs, read_row
 
     worse = tmp_path / "worse"
     shutil.copytree(runs["gpt4"], worse)

@@ -4,7 +4,7 @@ the viewer's metrics."""
 
 import json
 
-from logicpipe.report.formalisms import markdown, read_row
+from logicpipe.report.compare import markdown, read_row
 from logicpipe.report.reproduce import write_table
 from tests.conftest import ROOT, cli
 from tests.report.viewer.pages import payload

@@ -1,5 +1,7 @@
-"""`logicpipe compare`: one dataset through several formalisms with the same client, cache, refinement
-and evaluator, one run per formalism in OUT/<formalism>/, and a table of each run's parse rate,
+"""`logicpipe compare`: one dataset through several methods (`--methods logic-lm,linc,cot`) or several
+formalisms of one method (`--formalisms lp,asp`, Logic-LM's pipeline in each) with the same client,
+cache and evaluator: one run per column (an arm) in OUT/<name>/ (a method without a solver in
+OUT/baseline-<method>/, where `baseline` writes), and a table of each run's parse rate,
 Exe_Rate, Exe_Acc and accuracy read back from its folder (stages/store.read_recorded, the one reader of
 run folders), so a table of runs made earlier, or resumed, reads the same. Each rate has its 95% interval,
 and each pair of columns is compared on the problems both scored (`logicpipe diff`'s paired figures),
@@ -13,11 +15,13 @@ from pathlib import Path
 from ..core import stats
 from ..core.errors import UsageError
 from ..core.records import ErrorCategory
+from ..data.methods import MethodSpec, load_method
 from ..data.registry import solver_name
 from ..prompts import PromptSet
 from ..solvers.registry import names as solver_names
 from ..stages import Progress, RunConfig
-from ..stages.context import quiet
+from ..stages.context import Gate, quiet
+from ..stages.methods import configure, folder_of, run_method
 from ..stages.runner import PIPELINE, run_stages
 from ..stages.store import read_recorded
 
@@ -27,9 +31,9 @@ _UNPARSED = (ErrorCategory.parse, ErrorCategory.no_program, ErrorCategory.llm)
 
 @dataclass(frozen=True)
 class Row:
-    formalism: str
+    name: str  # the column: a formalism or a method
     problems: int
-    parsed: int
+    parsed: int | None  # None: the run wrote no program (a method without a solver)
     exe_rate: float | None  # None: undefined (nothing to divide by), shown as `–`
     exe_acc: float | None
     accuracy: float | None
@@ -42,12 +46,12 @@ class Row:
 
     @property
     def parse_rate(self) -> float | None:
-        return round(100.0 * self.parsed / self.problems, 2) if self.problems else None
+        return round(100.0 * self.parsed / self.problems, 2) if self.problems and self.parsed is not None else None
 
     def cells(self) -> list[str]:
         """The row as the table shows it: formalism, problems, parse rate, and Exe_Rate, Exe_Acc and
         accuracy, each with its 95% interval (Exe_Acc with its n)."""
-        return [self.formalism, str(self.problems), _cell(self.parse_rate), cell(self.exe_rate, self.exe_rate_ci),
+        return [self.name, str(self.problems), _cell(self.parse_rate), cell(self.exe_rate, self.exe_rate_ci),
                 cell(self.exe_acc, self.exe_acc_ci, self.executed), cell(self.accuracy, self.accuracy_ci)]
 
 
@@ -60,6 +64,27 @@ def parse_formalisms(text: str) -> list[str]:
     if len(set(resolved)) != len(resolved):
         raise ValueError(f"a formalism is named twice in {text!r}")
     return resolved
+
+
+@dataclass(frozen=True)
+class Arm:
+    """One column of the comparison: its name, its run's options, and the method it runs (None: the
+    pipeline's stages as the options say, as `run` does)."""
+
+    name: str
+    config: RunConfig
+    method: MethodSpec | None = None
+
+    @property
+    def folder(self) -> Path:
+        if self.method is not None:
+            return folder_of(self.method, self.config.out, self.config.spec.key)
+        return self.config.stage_dir
+
+    def run(self, config: RunConfig, progress: Progress, gate: Gate | None) -> object:
+        if self.method is not None:
+            return run_method(config, self.method, progress, gate)
+        return run_stages(config, list(PIPELINE), progress, gate)
 
 
 def configs(config: RunConfig, formalisms: list[str]) -> list[RunConfig]:
@@ -75,36 +100,81 @@ def configs(config: RunConfig, formalisms: list[str]) -> list[RunConfig]:
     return [config.model_copy(update={"formalism": name, "out": config.out / name}) for name in formalisms]
 
 
+def formalism_arms(config: RunConfig, formalisms: list[str]) -> list[Arm]:
+    return [Arm(each.formalism or "", each) for each in configs(config, formalisms)]
+
+
+def parse_methods(text: str) -> list[MethodSpec]:
+    """--methods as typed (`logic-lm,linc,cot`): shipped names or spec files, each once; a misspelt
+    name is one line with a did-you-mean (UsageError), a repeated one a ValueError."""
+    names = [part.strip() for part in text.split(",") if part.strip()]
+    if not names:
+        raise ValueError("name at least one method, e.g. --methods logic-lm,cot (`logicpipe methods` lists them)")
+    specs = [load_method(name) for name in names]
+    if len({spec.name for spec in specs}) != len(specs):
+        raise ValueError(f"a method is named twice in {text!r}")
+    return specs
+
+
+def method_arms(config: RunConfig, methods: list[MethodSpec]) -> list[Arm]:
+    """One arm per method, each configured (its options checked against the user's, its prompts for the
+    dataset, a model where it asks one) before any run starts, so a mistake in the last costs nothing."""
+    arms = []
+    for spec in methods:
+        out = config.out if spec.baseline is not None else config.out / spec.name
+        each = configure(config.model_copy(update={"out": out}), spec)
+        if spec.baseline is not None and not each.model:
+            raise UsageError(f"method '{spec.name}' answers with a model: give --model")
+        arms.append(Arm(spec.name, each, spec))
+    return arms
+
+
 def compare(config: RunConfig, formalisms: list[str], progress: Progress = quiet) -> list[Row]:
-    """Run (or resume) each formalism's run, then read each folder back into a row. A spending cap
+    """Each formalism through Logic-LM's pipeline (compare_arms)."""
+    return compare_arms(config, formalism_arms(config, formalisms), progress)
+
+
+def compare_arms(config: RunConfig, arms: list[Arm], progress: Progress = quiet) -> list[Row]:
+    """Run (or resume) each arm's run, then read each folder back into a row. A spending cap
     (--max-cost, --max-tokens-total) is over the whole command: one ledger, OUT/spent.json."""
-    runs = configs(config, formalisms)
     gate = None
     if config.capped:
         from ..llm.budget import Budget
 
         gate = Budget(config, folder=config.out)  # --overwrite starts the runs afresh, not what they spent
     rows = []
-    for each in runs:
+    for arm in arms:
         summary = None
-        if each.epochs > 1:  # epoch 1 in OUT/<formalism>, epoch k in OUT/<formalism>/epoch-k
-            from ..stages.epochs import run_epochs
-
-            _, summary = run_epochs(each, lambda one: run_stages(one, list(PIPELINE), progress, gate))
+        if arm.config.epochs > 1:  # epoch 1 in the arm's folder, epoch k in <its out>/epoch-k
+            summary = _epochs(arm, progress, gate)
         else:
-            run_stages(each, list(PIPELINE), progress, gate)
-        rows.append(replace(read_row(each.formalism or "", each.stage_dir), epochs=summary))
+            arm.run(arm.config, progress, gate)
+        rows.append(replace(read_row(arm.name, arm.folder), epochs=summary))
     return rows
 
 
-def read_row(formalism: str, stage_dir: Path) -> Row:
+def _epochs(arm: Arm, progress: Progress, gate: Gate | None) -> dict:
+    from ..stages.epochs import run_epochs
+
+    def run_one(one: RunConfig) -> object:
+        return arm.run(one, progress, gate)
+
+    def where(one: RunConfig) -> Path:
+        return replace(arm, config=one).folder
+
+    return run_epochs(arm.config, run_one, where)[1]
+
+
+def read_row(name: str, stage_dir: Path) -> Row:
     recorded = read_recorded(stage_dir, [])
-    parsed = 0
+    count = 0
     for trajectory in recorded.trajectories:
         latest = trajectory.solved[max(trajectory.solved)] if trajectory.solved else None
-        parsed += latest is not None and (latest.error is None or latest.error.category not in _UNPARSED)
+        count += latest is not None and (latest.error is None or latest.error.category not in _UNPARSED)
+    # A method that answers without a program has no parse rate (–), not 0%.
+    parsed = count if any(t.formulated is not None for t in recorded.trajectories) else None
     metrics = recorded.metrics
-    return Row(formalism, int(metrics.get("total", len(recorded.trajectories))), parsed,
+    return Row(name, int(metrics.get("total", len(recorded.trajectories))), parsed,
                _rate(metrics.get("exe_rate")), _rate(metrics.get("exe_acc")), _rate(metrics.get("accuracy")),
                stage_dir, int(metrics.get("executed", 0)),
                metrics.get("exe_rate_ci"), metrics.get("exe_acc_ci"), metrics.get("accuracy_ci"))
@@ -141,7 +211,7 @@ def pairs(rows: list[Row], alpha: float = 0.05) -> list[Pair]:
 
     compared = [(a, b, diff(a.folder, b.folder)) for i, a in enumerate(rows) for b in rows[i + 1:]]
     adjusted = stats.holm([d.p_value for _, _, d in compared])
-    return [Pair(a.formalism, b.formalism, d.both_right, d.only_a, d.only_b, d.both_wrong,
+    return [Pair(a.name, b.name, d.both_right, d.only_a, d.only_b, d.both_wrong,
                  None if d.difference is None else round(100 * d.difference, 2),
                  None if d.interval is None else [round(100 * x, 2) for x in d.interval],
                  d.p_value, q, q < alpha)

@@ -1,0 +1,98 @@
+"""`logicpipe compare --methods`: one dataset through several published methods with one model, cache and
+evaluator. The oracle for each column is the method run on its own (`run --method`, `baseline
+--method`) with the same cache: it asks nothing anew and records the same answers, and `logicpipe diff`
+of those folders gives the pair's counts."""
+
+import json
+
+from logicpipe.testing import FakeOpenAI, ScriptedReplies
+from tests.conftest import cli
+from tests.solvers.test_formalism import records
+
+IDS = ["ProntoQA_1", "ProntoQA_2", "ProntoQA_3"]  # gold B, A, A
+
+
+def _server(data_dir, standard: dict[str, str], cot: dict[str, str]):
+    """The released gpt-4 programs for formulate; the Standard and CoT answers as given."""
+    programs = ScriptedReplies.from_logic_lm(data_dir / "programs" / "ProntoQA_dev_gpt-4.json")
+    answers = {"standard": ScriptedReplies({}, answers=standard), "cot": ScriptedReplies({}, answers=cot)}
+
+    def reply(body):
+        purpose = body.get("_logicpipe", {}).get("purpose", "")
+        return answers[purpose](body) if purpose in answers else programs(body)
+
+    return FakeOpenAI(reply)
+
+
+def _args(data_dir, tmp_path, fake, out, *extra):
+    ids = tmp_path / "ids.txt"
+    ids.write_text("\n".join(IDS) + "\n")
+    return ("-d", "prontoqa", "--data-dir", str(data_dir), "--out", str(out), "--model", "scripted",
+            "--base-url", fake.url, "--ids", str(ids), "--llm-cache", str(tmp_path / "cache.sqlite"), *extra)
+
+
+def _rows(out):
+    table, paired = (out / "compare-prontoqa.md").read_text().split("\n\n")
+    rows = {line.split("|")[1].strip(): [cell.strip().split(" [")[0] for cell in line.split("|")[2:-1]]
+            for line in table.splitlines()[2:]}
+    pairs = [[c.strip() for c in line.split("|")[1:-1]] for line in paired.strip().splitlines()[2:]]
+    return rows, pairs
+
+
+def test_compare_methods_runs_each_method_as_its_own_command_would(data_dir, tmp_path):
+    standard = {"ProntoQA_1": "A", "ProntoQA_2": "B", "ProntoQA_3": "A"}  # right on one
+    cot = {"ProntoQA_1": "B", "ProntoQA_2": "A", "ProntoQA_3": "B"}  # right on two
+    out = tmp_path / "compare"
+    with _server(data_dir, standard, cot) as fake:
+        done = cli("compare", "--methods", "logic-lm, standard,cot", *_args(data_dir, tmp_path, fake, out))
+        assert done.returncode == 0, done.stderr
+        asked = len(fake.requests)
+        assert asked == 9  # three programs, three Standard and three CoT answers
+        purposes = sorted(body["_logicpipe"]["purpose"] for body in fake.requests)
+        assert purposes == ["cot"] * 3 + ["formulate"] * 3 + ["standard"] * 3
+        # Each method on its own, with the same cache: nothing asked anew, the same records.
+        alone = tmp_path / "alone"
+        run = cli("run", "--method", "logic-lm", *_args(data_dir, tmp_path, fake, alone / "logic-lm"))
+        base = [cli("baseline", "--method", name, *_args(data_dir, tmp_path, fake, alone)) for name in ("standard", "cot")]
+        assert run.returncode == 0 and all(b.returncode == 0 for b in base), run.stderr + "".join(b.stderr for b in base)
+        assert len(fake.requests) == asked
+    folders = {"logic-lm": "logic-lm/prontoqa", "standard": "baseline-standard/prontoqa", "cot": "baseline-cot/prontoqa"}
+    rows, pairs = _rows(out)
+    assert list(rows) == ["logic-lm", "standard", "cot"]
+    for name, folder in folders.items():
+        mine, theirs = (json.loads((root / folder / "metrics.json").read_text()) for root in (out, alone))
+        assert mine["accuracy"] == theirs["accuracy"] and mine["total"] == theirs["total"] == 3, name
+        assert rows[name][0] == "3" and rows[name][4] == f"{theirs['accuracy']:.1f}", name
+        answers = [{r["id"]: r["final"] for r in records(root / folder / "evaluate.jsonl")} for root in (out, alone)]
+        assert answers[0] == answers[1], name
+    assert rows["standard"][4] == "33.3" and rows["cot"][4] == "66.7"
+    assert rows["standard"][1] == rows["cot"][1] == "–"  # no program: no parse rate, not 0%
+    assert rows["logic-lm"][1] == "100.0"
+    # Each pair's counts are `logicpipe diff`'s on the folders run alone.
+    for cells in pairs:
+        a, b = cells[:2]
+        shown = cli("diff", str(alone / folders[a]), str(alone / folders[b]), "--format", "json")
+        assert shown.returncode == 0, shown.stderr
+        table = json.loads(shown.stdout)
+        counts = [table[key] for key in ("both_right", "only_a", "only_b", "both_wrong")]
+        assert [int(c) for c in cells[2:6]] == counts, (a, b)
+    assert "prontoqa by method" in done.stdout
+
+
+def test_compare_methods_checks_every_method_before_any_run(data_dir, tmp_path):
+    out = tmp_path / "out"
+    with FakeOpenAI(lambda body: "never asked") as fake:
+        for methods, extra, message in [
+            ("logic-lm,lnic", [], "unknown method 'lnic' (did you mean 'linc'?)"),
+            ("logic-lm,cot,logic-lm", [], "invalid option --methods: a method is named twice"),
+            ("logic-lm,cot", ["--max-rounds", "1"], "--method logic-lm sets --max-rounds 3; drop --max-rounds 1"),
+        ]:
+            done = cli("compare", "--methods", methods, *_args(data_dir, tmp_path, fake, out, *extra))
+            assert done.returncode == 2 and message in done.stderr, (methods, done.stderr)
+            assert len([line for line in done.stderr.splitlines() if line.strip()]) == 1
+        both = cli("compare", "--methods", "cot", "--formalisms", "lp", *_args(data_dir, tmp_path, fake, out))
+        neither = cli("compare", *_args(data_dir, tmp_path, fake, out))
+        assert fake.requests == []
+    for done in (both, neither):
+        assert done.returncode == 2 and "compare needs --methods" in done.stderr, done.stderr
+    assert not out.exists()
