@@ -116,7 +116,27 @@ def test_replay_gives_lincs_accuracy_and_its_per_sample_verdicts(tmp_path, data_
     solves = [json.loads(line) for folder in run.iterdir() if (folder / "solve.jsonl").exists()
               for line in (folder / "solve.jsonl").read_text().splitlines()]
     assert len(solves) == 25 and all(len(s["explanation"]["votes"]) == 10 for s in solves if s.get("explanation"))
+    _logic_lm_beside_linc(out, data_dir)
     shutil.rmtree(out)
+
+
+def _logic_lm_beside_linc(out: Path, data_dir: Path) -> None:
+    """The FOLIO replay is a run over FOLIO/Logic-LM ids: Logic-LM's released gpt-4 programs replayed on
+    the same ids make the second run, and `logicpipe diff` pairs them problem by problem."""
+    folio = next(folder for folder in (out / "replay" / "linc").glob("*/*") if (folder / "solve.jsonl").exists()
+                 and json.loads((folder / "run.json").read_text()).get("dataset") == "folio")
+    ids = [json.loads(line)["id"] for line in (folio / "evaluate.jsonl").read_text().splitlines()]
+    assert len(ids) == 25 and all(i.startswith("FOLIO_dev_") for i in ids)
+    (out / "ids.txt").write_text("\n".join(ids) + "\n")
+    done = cli("run", "-d", "folio", "--data-dir", str(data_dir), "--ids", str(out / "ids.txt"), "--programs",
+               str(data_dir / "programs" / "FOLIO_dev_gpt-4.json"), "--out", str(out / "logic-lm"), "-w", "2")
+    assert done.returncode == 0, done.stderr
+    paired = cli("diff", str(out / "logic-lm" / "folio"), str(folio), "--format", "json")
+    assert paired.returncode == 0, paired.stderr
+    table = json.loads(paired.stdout)
+    assert sum(table[k] for k in ("both_right", "only_a", "only_b", "both_wrong")) == 25
+    linc = {json.loads(line)["id"]: json.loads(line)["correct"] for line in (folio / "evaluate.jsonl").read_text().splitlines()}
+    assert table["only_b"] + table["both_right"] == sum(linc.values())
 
 
 def test_the_vote_is_lincs_counter_most_common_over_samples_that_gave_a_verdict():
