@@ -284,7 +284,8 @@ def render_status(console: Console, folders: list) -> None:
     for folder in folders:
         stages = ", ".join(f"{stage} {count}" for stage, count in folder.stages.items()) or "no records yet"
         done = ("" if folder.finished is None
-                else f"; finished, accuracy {folder.accuracy:.2f}%" if folder.finished and folder.accuracy is not None
+                else f"; finished, accuracy {rate(folder.metrics, 'accuracy', folder.metrics.get('total'))}"
+                if folder.finished
                 else "; finished" if folder.finished else "; not finished")
         spent = "" if folder.tokens is None else f"; {folder.tokens:,} tokens" + (
             f", cost {money(folder.cost)}" if folder.cost is not None else "")

@@ -44,6 +44,7 @@ class FolderStatus:
     warnings: list[str] = field(default_factory=list)
     tokens: int | None = None  # prompt and completion tokens of the model calls recorded so far; None: none
     cost: float | None = None  # what the run cost (metrics.json, with prices); None: unknown
+    metrics: dict = field(default_factory=dict)  # metrics.json: the accuracy's interval and n
 
     @property
     def pending(self) -> list[Batch]:
@@ -98,7 +99,7 @@ def _folder(folder: Path, label: str, refresher: Refresher | None) -> FolderStat
     metrics = recorded.metrics
     finished = None if kb else bool(metrics)  # a kb batch writes no metrics.json
     return FolderStatus(folder.name, label, str(folder), problems, dict(sorted(stages.items(), key=_order)),
-                        finished, metrics.get("accuracy"), batches, warnings, tokens, metrics.get("cost"))
+                        finished, metrics.get("accuracy"), batches, warnings, tokens, metrics.get("cost"), metrics)
 
 
 def _stage_records(trajectories: list[Trajectory]) -> dict[str, int]:
@@ -170,4 +171,11 @@ def provider(base_url: str | None, timeout: float) -> tuple[Refresher, Callable[
 
 
 def as_json(folders: list[FolderStatus]) -> list[dict[str, Any]]:
-    return [{**asdict(folder), "pending": len(folder.pending)} for folder in folders]
+    shown = []
+    for folder in folders:
+        fields = asdict(folder)
+        metrics = fields.pop("metrics")
+        # The accuracy with its interval and n, as the line shows it; null when undefined.
+        shown.append({**fields, "accuracy_ci": metrics.get("accuracy_ci"), "total": metrics.get("total"),
+                      "pending": len(folder.pending)})
+    return shown

@@ -48,6 +48,9 @@ def test_status_shows_the_batches_still_out_and_then_the_finished_run(data_dir, 
     [folder] = json.loads(status(str(run_dir), "--json"))
     metrics = json.loads((run_dir / "prontoqa" / "metrics.json").read_text())
     assert folder["pending"] == 0 and folder["finished"] and folder["accuracy"] == metrics["accuracy"]
+    assert folder["accuracy_ci"] == metrics["accuracy_ci"] and folder["total"] == metrics["total"] == 3
+    low, high = metrics["accuracy_ci"]
+    assert f"finished, accuracy {metrics['accuracy']:.2f}% [{low:.1f}, {high:.1f}] (n=3)" in status(str(run_dir))
     assert folder["stages"] == {"formulate": 3, "solve": 3, "interpret": 3, "evaluate": 3}
     assert (folder["batches"][0]["stored"], folder["batches"][0]["failed"]) == (3, 0)
     assert "0 not read yet" in status(str(run_dir)) and "not read yet: re-run" not in status(str(run_dir))
