@@ -1,8 +1,8 @@
 """The faithfulness checks judged against rewrites known to keep a translation's meaning and edits known
-to change it: a gold-style FOLIO problem (FOLIO dev's first example, two premises about Dan added so a
-conjunction and a quantifier scope can be rewritten), translated again by each rewrite or edit. Every
-rewrite must be judged equivalent, formula by formula; every edit not equivalent (or unknown, counted),
-with the edited premise named and every other premise still equivalent."""
+to change it: a gold-style problem of our own in FOLIO's form (eight premises with a disjunction, an
+exclusive or, a conjunction and a quantifier scope to rewrite), translated again by each rewrite or
+edit. Every rewrite must be judged equivalent, formula by formula; every edit not equivalent (or
+unknown, counted), with the edited premise named and every other premise still equivalent."""
 
 from __future__ import annotations
 
@@ -11,28 +11,28 @@ import pytest
 from logicpipe.report.faithful.score import score
 
 SENTENCES = [
-    "If people perform in school talent shows often, then they attend and are very engaged with school events.",
-    "People either perform in school talent shows often or are inactive and disinterested members of their community.",
-    "If people chaperone high school dances, then they are not students who attend the school.",
-    "All people who are inactive and disinterested members of their community chaperone high school dances.",
-    "All young children and teenagers who wish to further their academic careers are students who attend the school.",
-    "Bonnie either both attends and is very engaged with school events and is a student who attends the school, "
-    "or she neither attends and is very engaged with school events nor is a student who attends the school.",
-    "Dan chaperones high school dances and is not an inactive member of his community.",
-    "If anyone chaperones high school dances, Dan is very engaged with school events.",
+    "If people sing in the choir often, then they come to every rehearsal.",
+    "People either sing in the choir often or are idle members of the club.",
+    "If people coach the junior team, then they are not members of the club.",
+    "All people who are idle members of the club coach the junior team.",
+    "All ambitious young players are members of the club.",
+    "Mara either both comes to every rehearsal and is a member of the club, "
+    "or she neither comes to every rehearsal nor is a member of the club.",
+    "Tobi coaches the junior team and is not an idle member of the club.",
+    "If anyone coaches the junior team, Tobi comes to every rehearsal.",
 ]
 GOLD = [
-    "∀x (TalentShows(x) → Engaged(x))",
-    "∀x (TalentShows(x) ∨ Inactive(x))",
-    "∀x (Chaperone(x) → ¬Students(x))",
-    "∀x (Inactive(x) → Chaperone(x))",
-    "∀x (AcademicCareer(x) → Students(x))",
-    "(Engaged(bonnie) ∧ Students(bonnie)) ⊕ (¬Engaged(bonnie) ∧ ¬Students(bonnie))",
-    "Chaperone(dan) ∧ ¬Inactive(dan)",
-    "∀x (Chaperone(x) → Engaged(dan))",
+    "∀x (SingsInChoir(x) → Rehearses(x))",
+    "∀x (SingsInChoir(x) ∨ Idle(x))",
+    "∀x (Coaches(x) → ¬Members(x))",
+    "∀x (Idle(x) → Coaches(x))",
+    "∀x (Ambitious(x) → Members(x))",
+    "(Rehearses(mara) ∧ Members(mara)) ⊕ (¬Rehearses(mara) ∧ ¬Members(mara))",
+    "Coaches(tobi) ∧ ¬Idle(tobi)",
+    "∀x (Coaches(x) → Rehearses(tobi))",
 ]
-CONCLUSION = "TalentShows(bonnie)"
-CONCLUSION_SENTENCE = "Bonnie performs in school talent shows often."
+CONCLUSION = "SingsInChoir(mara)"
+CONCLUSION_SENTENCE = "Mara sings in the choir often."
 
 
 def program(premises: list[tuple[str, str]], conclusion: str = CONCLUSION) -> str:
@@ -54,7 +54,7 @@ def judge(text: str) -> dict:
 
 
 def renamed_everywhere() -> list[tuple[str, str]]:
-    names = {"Students": "IsStudent", "TalentShows": "PerformsInTalentShows", "bonnie": "Bonnie", "Engaged": "IsEngaged"}
+    names = {"Members": "IsMember", "SingsInChoir": "SingsOften", "mara": "Mara", "Rehearses": "IsRehearsing"}
     premises = []
     for formula, sentence in zip(GOLD, SENTENCES):
         for old, new in names.items():
@@ -67,24 +67,24 @@ MERGED = [(f, s) for f, s in zip(GOLD, SENTENCES)]
 MERGED = MERGED[:3] + [(f"{GOLD[3]} ∧ {GOLD[4]}", f"{SENTENCES[3]} {SENTENCES[4]}")] + MERGED[5:]
 
 REWRITES = {
-    "de Morgan": (replaced(2, "∀x ¬(Chaperone(x) ∧ Students(x))"), CONCLUSION),
-    "contraposition": (replaced(0, "∀x (¬Engaged(x) → ¬TalentShows(x))"), CONCLUSION),
-    "renamed variable": (replaced(3, "∀y (Inactive(y) → Chaperone(y))"), CONCLUSION),
-    "renamed predicates and constants": (renamed_everywhere(), "PerformsInTalentShows(Bonnie)"),
-    "a conjunction split in two premises": (replaced(6, "Chaperone(dan)", "¬Inactive(dan)"), CONCLUSION),
+    "de Morgan": (replaced(2, "∀x ¬(Coaches(x) ∧ Members(x))"), CONCLUSION),
+    "contraposition": (replaced(0, "∀x (¬Rehearses(x) → ¬SingsInChoir(x))"), CONCLUSION),
+    "renamed variable": (replaced(3, "∀y (Idle(y) → Coaches(y))"), CONCLUSION),
+    "renamed predicates and constants": (renamed_everywhere(), "SingsOften(Mara)"),
+    "a conjunction split in two premises": (replaced(6, "Coaches(tobi)", "¬Idle(tobi)"), CONCLUSION),
     "two premises merged in one": (MERGED, CONCLUSION),
-    "quantifier scope moved out of an implication": (replaced(7, "(∃x Chaperone(x)) → Engaged(dan)"), CONCLUSION),
-    "universal as a negated existential": (replaced(4, "¬∃x (AcademicCareer(x) ∧ ¬Students(x))"), CONCLUSION),
+    "quantifier scope moved out of an implication": (replaced(7, "(∃x Coaches(x)) → Rehearses(tobi)"), CONCLUSION),
+    "universal as a negated existential": (replaced(4, "¬∃x (Ambitious(x) ∧ ¬Members(x))"), CONCLUSION),
 }
 
 # edit -> (the premises, the gold premise it changes)
 EDITS = {
-    "dropped negation": (replaced(2, "∀x (Chaperone(x) → Students(x))"), 2),
-    "swapped implication": (replaced(0, "∀x (Engaged(x) → TalentShows(x))"), 0),
-    "universal made existential": (replaced(3, "∃x (Inactive(x) → Chaperone(x))"), 3),
-    "another constant": (replaced(6, "Chaperone(bonnie) ∧ ¬Inactive(dan)"), 6),
+    "dropped negation": (replaced(2, "∀x (Coaches(x) → Members(x))"), 2),
+    "swapped implication": (replaced(0, "∀x (Rehearses(x) → SingsInChoir(x))"), 0),
+    "universal made existential": (replaced(3, "∃x (Idle(x) → Coaches(x))"), 3),
+    "another constant": (replaced(6, "Coaches(mara) ∧ ¬Idle(tobi)"), 6),
     "dropped premise": (replaced(4), 4),
-    "two predicates swapped": (replaced(6, "Inactive(dan) ∧ ¬Chaperone(dan)"), 6),
+    "two predicates swapped": (replaced(6, "Idle(tobi) ∧ ¬Coaches(tobi)"), 6),
 }
 
 
@@ -123,25 +123,25 @@ def test_an_edit_that_changes_the_meaning_is_caught_and_named(name):
 def test_renamed_names_are_aligned_and_shown():
     premises, conclusion = REWRITES["renamed predicates and constants"]
     result = judge(program(premises, conclusion))
-    assert result["mapping"]["predicates"]["IsStudent/1"] == "Students/1"
-    assert result["mapping"]["predicates"]["PerformsInTalentShows/1"] == "TalentShows/1"
-    assert result["mapping"]["constants"]["Bonnie"] == "bonnie"
+    assert result["mapping"]["predicates"]["IsMember/1"] == "Members/1"
+    assert result["mapping"]["predicates"]["SingsOften/1"] == "SingsInChoir/1"
+    assert result["mapping"]["constants"]["Mara"] == "mara"
 
 
 def test_names_swapped_in_the_whole_program_are_a_failure():
-    # Chaperone and Inactive traded everywhere: each formula still has a valid alignment, but the names
+    # Coaches and Idle traded everywhere: each formula still has a valid alignment, but the names
     # say the opposite of the sentences; similarity keeps each name on its own gold name.
-    swapped = [(f.replace("Chaperone", "@").replace("Inactive", "Chaperone").replace("@", "Inactive"), s)
+    swapped = [(f.replace("Coaches", "@").replace("Idle", "Coaches").replace("@", "Idle"), s)
                for f, s in zip(GOLD, SENTENCES)]
     result = judge(program(swapped))
     assert result["equivalent"] == "no"
-    assert result["mapping"]["predicates"]["Chaperone/1"] == "Chaperone/1"
+    assert result["mapping"]["predicates"]["Coaches/1"] == "Coaches/1"
 
 
 def test_a_counter_model_is_shown_in_plain_terms():
     premises, _ = EDITS["dropped negation"]
     row = next(f for f in judge(program(premises))["formulas"] if 2 in f["gold"])
-    assert "a world of" in row["how"] and "Chaperone(" in row["how"]
+    assert "a world of" in row["how"] and "Coaches(" in row["how"]
 
 
 def test_names_with_nothing_in_common_are_found_by_equivalence():
