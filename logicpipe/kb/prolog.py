@@ -56,13 +56,15 @@ class ProofLimits:
     load_seconds: float = 60.0  # loading runs the KB's own directives
 
 
+# What loads another file: a loading directive, or use_module of anything but a library.
+_LOADER = r"(?:include|consult|ensure_loaded|load_files|\[)"
+_OWN_MODULE = r"use_module\((?!library\()"
 # KB files that load others by relative path are not copied into the cache (the copy would not find them).
-_LOADS_OTHERS = re.compile(r":-\s*(include|consult|ensure_loaded|load_files|\[)|use_module\((?!library\()")
-
-
-# A directive that loads another file by a relative path (comments do not count).
-_LOAD_DIRECTIVE = re.compile(r"^\s*:-\s*(include|consult|ensure_loaded|load_files|\[|use_module\((?!library\())",
-                             re.MULTILINE)
+# Anywhere in the text, comments included: a cached copy that missed a load would answer from stale files.
+_LOADS_OTHERS = re.compile(rf":-\s*{_LOADER}|{_OWN_MODULE}")
+# A directive that loads another file, at the start of a line (comments do not count): only such a KB
+# is shown its folder in the jail.
+_LOAD_DIRECTIVE = re.compile(rf"^\s*:-\s*(?:{_LOADER}|{_OWN_MODULE})", re.MULTILINE)
 
 
 def kb_view(paths: list[Path]) -> tuple[list[Path], list[Path]]:
