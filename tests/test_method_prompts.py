@@ -54,6 +54,9 @@ def test_every_satlm_demonstration_runs_in_z3_and_gives_its_answer():
         assert sum(out.explanation["options"].values()) == 1, (number, out.explanation)
         letters = re.findall(r"^\(([A-E])\)", problem, re.M)
         assert sorted(out.explanation["options"]) == letters  # one option line per choice
+        # no two choices get the same check (SatLM's randex0 checked U, V for both "F, M" and "U, V")
+        checks = [line.split(":::")[0].strip() for line in program.splitlines() if line.startswith("is_")]
+        assert len(set(checks)) == len(checks) == len(letters), number
 
 
 def test_satlm_answers_are_the_lsat_answer_key(data_dir):
