@@ -99,3 +99,20 @@ def test_every_shipped_method_prompt_is_a_shipped_template_for_its_datasets():
                                                      "statement"}
     assert shipped()["satlm"].prompts == {"ar-lsat": "satlm-ar-lsat"}
     assert shipped()["linc"].prompts == {"folio": "linc-folio", "proofwriter": "linc-proofwriter"}
+
+
+def test_linc_prompts_show_a_problem_as_linc_does(data_dir):
+    """LINC's test block: the premises one sentence a line, the conclusion without Logic-LM's lead-in."""
+    from logicpipe.core.records import Problem
+    from logicpipe.prompts import problem_fields
+
+    for prompt_id, folder in (("linc-proofwriter", "ProofWriter"), ("linc-folio", "FOLIO")):
+        row = json.loads((data_dir / "data" / folder / "dev.json").read_text())[0]
+        problem = Problem(id=row["id"], context=row["context"], question=row["question"], options=row["options"],
+                          answer=row["answer"], dataset=folder.lower())
+        user = PromptSet().get(prompt_id).render(**problem_fields(problem))[1]["content"]
+        test = user.rsplit("<PREMISES>\n", 1)[1]
+        premises, rest = test.split("\n</PREMISES>\n")
+        assert premises.split("\n") == [s if s.endswith(".") else s + "." for s in row["context"].split(". ")]
+        statement = row["question"].split("? ", 1)[1]
+        assert rest == f"<CONCLUSION>\n{statement}\n</CONCLUSION>\n<EVALUATE>\n"

@@ -205,6 +205,8 @@ def test_linc_sends_ten_samples_and_votes_as_linc_does(data_dir, tmp_path):
     evaluated = records(folder / "evaluate.jsonl")
     assert {r["prompt_id"] for r in formulated.values()} == {"linc-folio"}
     assert {r["prompt_hash"] for r in formulated.values()} == {prompt.hash}
+    formulate = json.loads((folder / "run.json").read_text())["stages"]["formulate"]
+    assert formulate["prompts"] == {"linc-folio": prompt.hash} and formulate["num_samples"] == 10
     for identifier, samples in SAMPLES.items():
         written = [s for s in samples if s is not PROSE]  # a reply without a program is not a sample
         assert formulated[identifier]["samples"] == written
