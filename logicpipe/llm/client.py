@@ -133,7 +133,8 @@ def request_body(model: str, request: Request) -> dict[str, Any]:
 
 
 def request_headers(request: Request) -> dict[str, str]:
-    headers = {"X-Logicpipe-Purpose": request.purpose, "X-Logicpipe-Problem": request.problem}
+    headers = {"X-Logicpipe-Purpose": request.purpose, "X-Logicpipe-Problem": request.problem,
+               "X-Logicpipe-Sample": str(request.sample)}
     if request.phase:
         headers["X-Logicpipe-Phase"] = str(request.phase)
     return headers

@@ -170,9 +170,22 @@ class PromptSet:
         return {prompt_id: self.get(prompt_id).hash for prompt_id in prompt_ids}
 
 
+# A sentence ends at . ! or ? before a space and a capital, digit or quote (as ProofWriter's and FOLIO's
+# contexts are written; LINC splits ProofWriter's theory at ". ").
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])")
+# The lead-in of a truth-value question ("Based on the above information, is the following statement
+# true, false, or uncertain? <statement>"), as Logic-LM's FOLIO, ProofWriter and ProntoQA write it.
+_LEAD_IN = re.compile(r"^.*?\btrue,\s*false,?\s*or\s*(?:uncertain|unknown)\s*\?\s*", re.IGNORECASE | re.DOTALL)
+
+
 def problem_fields(problem: Problem) -> dict[str, str]:
+    """What a template may fill in: the problem's own fields, its options as Logic-LM wrote them
+    (`choices`), and for LINC's prompts its context one sentence a line (`premises`) and the statement
+    a truth-value question asks about (`statement`; the whole question when it has no such lead-in)."""
+    premises = "\n".join(part.strip() for part in _SENTENCE_END.split(problem.context.strip()) if part.strip())
     return {"context": problem.context, "question": problem.question, "options": "\n".join(problem.options),
-            "choices": logiclm.choices(problem.options)}
+            "choices": logiclm.choices(problem.options), "premises": premises,
+            "statement": _LEAD_IN.sub("", problem.question, count=1).strip() or problem.question}
 
 
 def extract_program(text: str) -> str:

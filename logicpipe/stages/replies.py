@@ -32,15 +32,25 @@ _ASP_ANSWER = re.compile(r"^\s*(?:option\s*\(|query\s*(?::-|\.))", re.MULTILINE)
 NO_PROGRAM = "the reply holds no program"
 
 
+def _is_linc(program: str) -> bool:
+    """Whether a FOL program is in LINC's form, TEXT:/FOL: line pairs (solvers/nltk_syntax.py)."""
+    from ..solvers.nltk_syntax import is_linc_program  # its parser loads only when a reply is read
+
+    return is_linc_program(program)
+
+
 def read_program(text: str, solver: str) -> str | None:
     """The program a reply holds, or None when it holds none: it is empty, or prose without one of the
     formalism's section headers (`Facts:`, `Premises:`, `Variables:`, `# Declarations`, ...), or for
-    ASP, without a rule stating the answer (`option(a) :- ...`, `query :- ...`)."""
+    ASP, without a rule stating the answer (`option(a) :- ...`, `query :- ...`). A FOL reply in LINC's
+    form (`TEXT:`/`FOL:` line pairs, cut at `</EVALUATE>` when it is read) is a program too."""
     program = extract_program(text)
     if not program.strip():
         return None
     lines = [split_comment(line)[0] for line in program.splitlines()]
-    if solver == "smt":
+    if solver == "fol" and _is_linc(program):
+        found = True
+    elif solver == "smt":
         found = any(_SMT_HEADER.match(line) for line in lines)
     elif solver == "asp":
         found = _ASP_ANSWER.search(program) is not None

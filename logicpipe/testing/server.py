@@ -166,7 +166,8 @@ class FakeOpenAI:
         rest get batch_expired or batch_cancelled in the error file, as OpenAI writes them."""
         out, errors = [], []
         for number, line in enumerate(entry["lines"]):
-            problem, purpose, *_ = line["custom_id"].split(":")
+            problem, purpose, *rest = line["custom_id"].split(":")
+            sample = rest[0] if rest else ""
             result = {"id": f"req-{number}", "custom_id": line["custom_id"]}
             if number >= answered:
                 errors.append({**result, "response": None, "error": {
@@ -178,7 +179,7 @@ class FakeOpenAI:
                     "error": {"message": "injected line error", "type": "server_error"}}}, "error": None})
                 continue
             body = dict(line["body"])
-            body["_logicpipe"] = {"purpose": purpose, "problem": problem, "phase": ""}
+            body["_logicpipe"] = {"purpose": purpose, "problem": problem, "phase": "", "sample": sample}
             text = self.reply(body)  # under this server's lock: a batch ends once
             out.append({**result, "response": {"status_code": 200, "request_id": f"r{number}",
                                                "body": completion(body, text)}, "error": None})
@@ -342,7 +343,8 @@ class FakeOpenAI:
                 # Reply functions route on what the request is for, never on prompt wording.
                 body["_logicpipe"] = {"purpose": self.headers.get("X-Logicpipe-Purpose", ""),
                                       "problem": self.headers.get("X-Logicpipe-Problem", ""),
-                                      "phase": self.headers.get("X-Logicpipe-Phase", "")}
+                                      "phase": self.headers.get("X-Logicpipe-Phase", ""),
+                                      "sample": self.headers.get("X-Logicpipe-Sample", "")}
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, b'{"error": {"message": "not found"}}')
                     return

@@ -23,7 +23,7 @@ SAMPLES = {  # the conclusion each sample writes; the vote is over what each pro
 
 def test_the_shipped_methods():
     specs = shipped()
-    assert {"logic-lm", "logic-lm-pp", "standard", "cot", "linc"} <= set(specs)
+    assert {"logic-lm", "logic-lm-pp", "standard", "cot", "linc", "satlm"} <= set(specs)
     assert specs["linc"].samples == 10 and specs["linc"].syntax == "linc" and specs["linc"].refine == "none"
     assert specs["logic-lm-pp"].run_options()["refine"] == "semantic"
     assert specs["cot"].baseline == "cot" and specs["cot"].solver is None
@@ -94,7 +94,8 @@ def test_method_options_are_checked_before_anything_runs(tmp_path):
         (["run", "--method", "cot"], "answers without a solver: use `logicpipe baseline --method cot`"),
         (["baseline", "--method", "linc", "--model", "m"], "runs a solver: use `logicpipe run --method linc`"),
         (["run", "--method", "linc", "--num-samples", "3", "--temperature", "0.5"], "--method linc sets --num-samples 10"),
-        (["run", "--method", "linc", "--model", "m"], "has no prompt for mortal in its program syntax"),
+        (["run", "--method", "linc", "--model", "m"], "method 'linc' has prompts for folio, proofwriter, not for mortal"),
+        (["run", "--method", "satlm", "--model", "m"], "method 'satlm' has prompts for ar-lsat, not for mortal"),
         (["run", "--method", "logic-lm-pp"], "--refine semantic needs a model"),
         (["run", "--method", "lnic"], "did you mean 'linc'"),
     ]:
