@@ -136,6 +136,8 @@ def request_headers(request: Request) -> dict[str, str]:
     headers = {"X-Logicpipe-Purpose": request.purpose, "X-Logicpipe-Problem": request.problem}
     if request.phase:
         headers["X-Logicpipe-Phase"] = str(request.phase)
+    if request.sample:  # which of a problem's K samples (self-consistency), so a test server can script each
+        headers["X-Logicpipe-Sample"] = str(request.sample)
     return headers
 
 

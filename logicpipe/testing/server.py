@@ -75,6 +75,8 @@ class FakeOpenAI:
         self.rate_limited = 0
         self.requests: list[dict] = []
         self._faults: deque[Fault] = deque()
+        # A fault chosen by the request itself (its _logicpipe purpose, problem, sample), after the queued ones.
+        self.fault_for: Callable[[dict], Fault | None] | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()  # ends endless and trickling replies at shutdown
         self._server = _Server(("127.0.0.1", port), self._handler())
@@ -166,7 +168,7 @@ class FakeOpenAI:
         rest get batch_expired or batch_cancelled in the error file, as OpenAI writes them."""
         out, errors = [], []
         for number, line in enumerate(entry["lines"]):
-            problem, purpose, *_ = line["custom_id"].split(":")
+            problem, purpose, sample, *_ = line["custom_id"].split(":")
             result = {"id": f"req-{number}", "custom_id": line["custom_id"]}
             if number >= answered:
                 errors.append({**result, "response": None, "error": {
@@ -178,7 +180,7 @@ class FakeOpenAI:
                     "error": {"message": "injected line error", "type": "server_error"}}}, "error": None})
                 continue
             body = dict(line["body"])
-            body["_logicpipe"] = {"purpose": purpose, "problem": problem, "phase": ""}
+            body["_logicpipe"] = {"purpose": purpose, "problem": problem, "phase": "", "sample": sample}
             text = self.reply(body)  # under this server's lock: a batch ends once
             out.append({**result, "response": {"status_code": 200, "request_id": f"r{number}",
                                                "body": completion(body, text)}, "error": None})
@@ -193,7 +195,9 @@ class FakeOpenAI:
     def _next(self, body: dict) -> Fault | None:
         with self._lock:
             self.requests.append(body)
-            return self._faults.popleft() if self._faults else None
+            if self._faults:
+                return self._faults.popleft()
+            return self.fault_for(body) if self.fault_for is not None else None
 
     def _enter(self) -> bool:
         """Count a chat request in flight; False (and not counted) when the rate limit refuses it."""
@@ -342,7 +346,8 @@ class FakeOpenAI:
                 # Reply functions route on what the request is for, never on prompt wording.
                 body["_logicpipe"] = {"purpose": self.headers.get("X-Logicpipe-Purpose", ""),
                                       "problem": self.headers.get("X-Logicpipe-Problem", ""),
-                                      "phase": self.headers.get("X-Logicpipe-Phase", "")}
+                                      "phase": self.headers.get("X-Logicpipe-Phase", ""),
+                                      "sample": self.headers.get("X-Logicpipe-Sample", "0")}
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, b'{"error": {"message": "not found"}}')
                     return
