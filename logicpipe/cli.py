@@ -205,6 +205,8 @@ def _command(name: str, extra: list[inspect.Parameter] | None = None):
 
         def command(**values):
             extras = {p.name: values.pop(p.name) for p in extra or []}
+            if extras.get("method"):  # its settings stand in for options left at their defaults (--epochs checks them)
+                values = _method_defaults(values, extras["method"], shown)
             return func(_options(**defaults, **values), **extras)
 
         parameters = shown + (extra or [])
@@ -299,6 +301,16 @@ for _name in STAGES:
 
 _METHOD = inspect.Parameter("method", inspect.Parameter.KEYWORD_ONLY, annotation=Optional[str],
                             default=typer.Option(None, "--method", help="a published method's settings (`logicpipe methods` lists them), or a method spec file NAME.json"))
+
+
+def _method_defaults(values: dict, method: str, shown: list[inspect.Parameter]) -> dict:
+    """The options with a method's settings in place of those the user left at their defaults, so that the
+    options are checked together as the run will have them (`--method cot-sc --epochs 3` samples at the
+    method's temperature); one given with another value is refused later, by configure."""
+    from .data.methods import load_method
+
+    left = {p.name for p in shown if values.get(p.name) == p.default.default}
+    return {**values, **{name: value for name, value in load_method(method).run_options().items() if name in left}}
 
 
 def _with_method(config: RunConfig, method: str | None, command: str) -> tuple[RunConfig, str | None]:

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from pathlib import Path
 
+from logicpipe.data.methods import shipped
 from logicpipe.stages.replies import read_answer
 from logicpipe.testing import FakeOpenAI, Fault
 from tests.conftest import cli
@@ -169,3 +171,47 @@ def test_method_cot_sc_samples_forty_at_its_temperature(data_dir, tmp_path):
     refused = cli("baseline", "--method", "cot-sc", "--num-samples", "5", "--temperature", "0.7", "-d", "folio",
                   "--model", "m", "--data-dir", str(data_dir), "--out", str(tmp_path / "no"))
     assert refused.returncode != 0 and "--method cot-sc sets --num-samples 40" in refused.stderr
+
+
+def test_the_spending_cap_counts_each_sample_and_never_votes_on_part_of_them(data_dir, tmp_path):
+    with served(REPLIES) as fake:
+        probe = baseline(fake, data_dir, tmp_path / "probe", "--num-samples", "5", "--temperature", "0.7")
+        assert probe.returncode == 0, probe.stderr
+        spent = json.loads((tmp_path / "probe" / "baseline-cot" / "folio" / "metrics.json").read_text())["tokens"]
+        per_request = (spent["prompt_tokens"] + spent["completion_tokens"]) / 15
+        fake.requests.clear()
+        # room for about seven of the fifteen requests: the first problem's five, part of the second's
+        capped = baseline(fake, data_dir, tmp_path / "capped", "--num-samples", "5", "--temperature", "0.7",
+                          "--max-concurrency", "1", "--max-tokens-total", str(int(per_request * 6.5)))
+        assert capped.returncode != 0 and "--max-tokens-total" in capped.stderr, capped.stderr
+        first = len(fake.requests)
+        assert 5 < first < 10
+        # a failed request is not cached: the rerun asks it again
+        again = sum(REPLIES[b["_logicpipe"]["problem"]][int(b["_logicpipe"]["sample"])] == FAILED for b in fake.requests)
+        kept = answers(tmp_path / "capped")
+        assert list(kept) == ["FOLIO_dev_0"] and len(kept["FOLIO_dev_0"]["votes"]) == 5
+        done = baseline(fake, data_dir, tmp_path / "capped", "--num-samples", "5", "--temperature", "0.7")
+        assert done.returncode == 0, done.stderr
+        assert len(fake.requests) == 15 + again  # the replies got before the cap came from the cache
+    finished, whole = answers(tmp_path / "capped"), answers(tmp_path / "probe")
+    assert {pid: r["votes"] for pid, r in finished.items()} == {pid: r["votes"] for pid, r in whole.items()}
+
+
+def test_a_spec_file_of_its_own_with_epochs(data_dir, tmp_path):
+    mine = {**shipped()["cot-sc"].model_dump(), "name": "mine", "samples": 3, "temperature": 0.5}
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps(mine))
+    scripted = {pid: texts[2:5] for pid, texts in REPLIES.items()}
+    with served(scripted) as fake:
+        done = cli("baseline", "--method", str(path), "-d", "folio", "--limit", "3", "--data-dir", str(data_dir),
+                   "--out", str(tmp_path / "out"), "--model", "fake-gpt", "--base-url", fake.url, "--epochs", "2",
+                   "--max-retries", "0", "--max-errors", "10", "--llm-cache", str(tmp_path / "cache.sqlite"))
+        assert done.returncode == 0, done.stderr
+        assert len(fake.requests) == 18 and {b["temperature"] for b in fake.requests} == {0.5}
+    summary = json.loads((tmp_path / "out" / "baseline-mine" / "epochs-folio.json").read_text())
+    assert summary["folders"] == [str(tmp_path / "out" / "baseline-mine" / "folio"),
+                                  str(tmp_path / "out" / "epoch-2" / "baseline-mine" / "folio")]
+    expected = [oracle(scripted[pid]) for pid in IDS]
+    for folder in summary["folders"]:
+        got = {r["id"]: r["final"] for r in map(json.loads, (Path(folder) / "interpret.jsonl").read_text().splitlines())}
+        assert [got[pid] for pid in IDS] == expected
