@@ -111,6 +111,12 @@ def test_five_samples_a_problem_and_their_majority(data_dir, tmp_path):
     recorded = read_recorded(tmp_path / "baseline-cot" / "folio", [])
     shown = {t.id: _problem("folio", t, {}) for t in recorded.trajectories}
     assert shown["FOLIO_dev_1"]["votes"] == ["llm", "no_answer", "A", "B", "A"]
+    told = cli("explain", str(tmp_path), "--id", "FOLIO_dev_1", "--data-dir", str(data_dir))
+    assert told.returncode == 0, told.stderr
+    assert "votes of 5 samples: llm, no_answer, A, B, A (A 2, B 1;" in told.stdout
+    assert "gold: A   predicted: A" in told.stdout and "sample 0: llm: HTTP 400" in told.stdout
+    told = cli("explain", str(tmp_path), "--id", "FOLIO_dev_2", "--data-dir", str(data_dir))
+    assert told.returncode == 0 and "no answer: no_answer: none of the 5 samples named an option" in told.stdout
 
 
 def test_a_wrong_sample_turns_the_vote(data_dir, tmp_path):
