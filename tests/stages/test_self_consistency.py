@@ -221,3 +221,22 @@ def test_a_spec_file_of_its_own_with_epochs(data_dir, tmp_path):
     for folder in summary["folders"]:
         got = {r["id"]: r["final"] for r in map(json.loads, (Path(folder) / "interpret.jsonl").read_text().splitlines())}
         assert [got[pid] for pid in IDS] == expected
+
+
+def test_a_problem_whose_samples_failed_for_a_passing_reason_is_asked_again(data_dir, tmp_path):
+    with served(REPLIES) as fake:
+        # FOLIO_dev_2's failed sample is a 500 (transient: given up on after --max-retries 0), not a 400
+        fake.fault_for = lambda body: Fault(status=500) if (body["_logicpipe"]["problem"], body["_logicpipe"]["sample"]) \
+            == ("FOLIO_dev_2", "2") else None
+        done = baseline(fake, data_dir, tmp_path, "--num-samples", "5", "--temperature", "0.7")
+        assert done.returncode == 0, done.stderr
+        error = answers(tmp_path)["FOLIO_dev_2"]["error"]
+        assert error["category"] == "llm" and error["transient"] is True
+        fake.fault_for = None
+        fake.requests.clear()
+        again = baseline(fake, data_dir, tmp_path, "--num-samples", "5", "--temperature", "0.7")
+        assert again.returncode == 0, again.stderr
+        # only the failed sample is sent: the problem's four other replies come from the cache
+        assert [(b["_logicpipe"]["problem"], b["_logicpipe"]["sample"]) for b in fake.requests] == [("FOLIO_dev_2", "2")]
+    got = answers(tmp_path)["FOLIO_dev_2"]
+    assert got["error"]["category"] == "no_answer" and got["final"] is None and len(got["votes"]) == 5
