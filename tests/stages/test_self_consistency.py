@@ -240,3 +240,17 @@ def test_a_problem_whose_samples_failed_for_a_passing_reason_is_asked_again(data
         assert [(b["_logicpipe"]["problem"], b["_logicpipe"]["sample"]) for b in fake.requests] == [("FOLIO_dev_2", "2")]
     got = answers(tmp_path)["FOLIO_dev_2"]
     assert got["error"]["category"] == "no_answer" and got["final"] is None and len(got["votes"]) == 5
+
+
+def test_samples_through_a_provider_batch(data_dir, tmp_path):
+    # --batch: each sample is a line of the batch (its custom_id names the sample), voted as when sent alone
+    scripted = {pid: [text for text in texts if text != FAILED][:3] for pid, texts in REPLIES.items()}
+    with FakeOpenAI(replies(scripted), batch_delay=0.2) as fake:
+        done = baseline(fake, data_dir, tmp_path, "--num-samples", "3", "--temperature", "0.7", "--batch",
+                        "--batch-poll", "0.1")
+        assert done.returncode == 0, done.stderr
+        assert [len(batch["lines"]) for batch in fake.batches] == [9] and not fake.requests
+    got = answers(tmp_path)
+    assert [[vote["answer"] for vote in got[pid]["votes"]] for pid in IDS] == [["A", "C", "C"], [None, "A", "B"],
+                                                                             [None, None, None]]
+    assert [got[pid]["final"] for pid in IDS] == [oracle(scripted[pid]) for pid in IDS] == ["C", "A", None]
