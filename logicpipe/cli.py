@@ -170,7 +170,8 @@ _USES = {
     "refine": _WHERE | _SOLVER | _LLM | {"max_rounds", "refine_model", "refine", "constrain", "constrain_format"},
     "interpret": _WHERE | _LLM | {"backup", "seed"},  # the model answers by chain of thought for --backup cot
     "evaluate": _WHERE,  # metrics.json names the backup interpret used, from run.json
-    "baseline": (_WHERE - {"formalism"}) | _LLM | {"epochs"},  # the model answers directly: no program, no formalism
+    # The model answers directly: no program, no formalism; --num-samples K votes over K answers (self-consistency).
+    "baseline": (_WHERE - {"formalism"}) | _LLM | {"epochs", "num_samples"},
     "audit": (_WHERE - {"formalism"}) | _SOLVER,  # the gold programs' replay: no model, FOL only
     # One run per formalism: every run option but the one formalism and a replay file (of one formalism).
     "compare": (_WHERE - {"formalism"}) | _SOLVER | _LLM | {"num_samples", "epochs", "constrain", "constrain_format", "max_rounds",
@@ -179,7 +180,9 @@ _USES = {
 
 
 # Where a command uses an option otherwise than `run` does, its own help.
-_HELP = {"baseline": {"model": "model that answers each question directly (OpenAI-compatible)"}}
+_HELP = {"baseline": {"model": "model that answers each question directly (OpenAI-compatible)",
+                      "num_samples": "answers sampled per problem; >1 takes the most common option among those "
+                                     "that name one (self-consistency; needs --temperature above 0)"}}
 
 
 # The run options as typer reads them, resolved once for every command that takes some (their string
@@ -202,6 +205,8 @@ def _command(name: str, extra: list[inspect.Parameter] | None = None):
 
         def command(**values):
             extras = {p.name: values.pop(p.name) for p in extra or []}
+            if extras.get("method"):  # its settings stand in for options left at their defaults (--epochs checks them)
+                values = _method_defaults(values, extras["method"], shown)
             return func(_options(**defaults, **values), **extras)
 
         parameters = shown + (extra or [])
@@ -298,6 +303,16 @@ _METHOD = inspect.Parameter("method", inspect.Parameter.KEYWORD_ONLY, annotation
                             default=typer.Option(None, "--method", help="a published method's settings (`logicpipe methods` lists them), or a method spec file NAME.json"))
 
 
+def _method_defaults(values: dict, method: str, shown: list[inspect.Parameter]) -> dict:
+    """The options with a method's settings in place of those the user left at their defaults, so that the
+    options are checked together as the run will have them (`--method cot-sc --epochs 3` samples at the
+    method's temperature); one given with another value is refused later, by configure."""
+    from .data.methods import load_method
+
+    left = {p.name for p in shown if values.get(p.name) == p.default.default}
+    return {**values, **{name: value for name, value in load_method(method).run_options().items() if name in left}}
+
+
 def _with_method(config: RunConfig, method: str | None, command: str) -> tuple[RunConfig, str | None]:
     """The run options with the method's settings (stages/methods.py), and its baseline mode (None for a
     solver method)."""
@@ -373,8 +388,12 @@ def baseline(config: RunConfig, mode: str, method: Optional[str] = None) -> None
     mode = chosen or mode
 
     if config.epochs > 1:
+        from .data.methods import method_name
+
+        # The folder runner.baseline writes: OUT/baseline-<method> for a method's (cot-sc), else baseline-<mode>.
+        folder = f"baseline-{method_name(config.method) if config.method else mode}"
         return _epochs(config, lambda each, update: run_baseline(each, mode, update),
-                       lambda each: each.out / f"baseline-{mode}" / each.spec.key)
+                       lambda each: each.out / folder / each.spec.key)
     bar, update = _progress()
     with bar:
         report = run_baseline(config, mode, update)

@@ -170,6 +170,14 @@ class DecisionRecord(Record):
     usage: Usage | None = None
 
 
+class Vote(BaseModel):
+    """One sampled answer of a baseline with self-consistency: the option its reply named, or why none."""
+
+    model_config = ConfigDict(extra="forbid")
+    answer: str | None = None
+    error: StageError | None = None
+
+
 class InterpretRecord(Record):
     predicted: str | None = None
     usage: Usage | None = None
@@ -179,6 +187,10 @@ class InterpretRecord(Record):
     backup_error: StageError | None = None
     round: int = 0
     program: str | None = None  # the interpreted solve record's program hash
+    # A baseline with --num-samples K > 1: each sample's answer or error, in sample order (the vote's input).
+    votes: list[Vote] | None = None
+
+    OMITTED_WHEN_EMPTY = ("votes",)
 
     def retry(self) -> bool:
         return super().retry() or (self.backup_error is not None and self.backup_error.transient)

@@ -133,6 +133,8 @@ def request_body(model: str, request: Request) -> dict[str, Any]:
 
 
 def request_headers(request: Request) -> dict[str, str]:
+    # The sample: which of a problem's K samples (LINC's, self-consistency's), so a test server can script
+    # each; not part of the cache key (the request's own sample index is).
     headers = {"X-Logicpipe-Purpose": request.purpose, "X-Logicpipe-Problem": request.problem,
                "X-Logicpipe-Sample": str(request.sample)}
     if request.phase:

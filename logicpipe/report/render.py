@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import TYPE_CHECKING
 
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from ..core.records import SolveRecord
+from ..core.records import InterpretRecord, SolveRecord
 from ..core.words import counted
 
 if TYPE_CHECKING:  # what an explanation needs is loaded with it: a run's summary needs none of it
@@ -173,7 +174,13 @@ def render_baseline_summary(console: Console, metrics: dict, stages: list, mode:
 
 def render_explanation(console: Console, explained: Explained) -> None:
     record, problem, scored = explained.solve, explained.problem, explained.evaluated
-    console.print(f"{record.id} ({record.dataset}, solver {record.solver})", markup=False, highlight=False)
+    if record is None:  # a baseline
+        answer = explained.interpreted
+        assert answer is not None  # explain finds a problem by its solve records or its baseline answer
+        console.print(f"{answer.id} (answered directly by the model: no program, no solver)", markup=False,
+                      highlight=False)
+    else:
+        console.print(f"{record.id} ({record.dataset}, solver {record.solver})", markup=False, highlight=False)
     if problem is not None:
         if problem.context:  # the premises the program was written from
             _plain(console, "context:")
@@ -193,6 +200,10 @@ def render_explanation(console: Console, explained: Explained) -> None:
                         f"{'right' if scored.correct else 'wrong'}")
     else:
         _plain(console, "gold and prediction: not evaluated yet (run the evaluate stage)")
+    if record is None:
+        for line in answer_lines(explained.interpreted):
+            _plain(console, line)
+        return
     which = round_line(explained)
     if which:
         _plain(console, which)
@@ -215,6 +226,26 @@ def render_explanation(console: Console, explained: Explained) -> None:
         _plain(console, explanation["proof"])
     for note in explanation.get("ignored", []):
         _plain(console, f"note: {note}")
+
+
+def answer_lines(answer: InterpretRecord | None) -> list[str]:
+    """A baseline's answer: with samples (self-consistency), each one's vote and the majority; why
+    there is no answer where there is none."""
+    if answer is None:
+        return []
+    lines = []
+    if answer.votes:
+        said = [vote.answer or (vote.error.category.value if vote.error else "none") for vote in answer.votes]
+        counts = Counter(vote.answer for vote in answer.votes if vote.answer is not None)
+        tally = ", ".join(f"{letter} {n}" for letter, n in counts.most_common())
+        lines.append(f"votes of {len(said)} samples: {', '.join(said)} ({tally or 'no sample named an option'}; "
+                     "the most common wins, ties to the first seen)")
+        for number, vote in enumerate(answer.votes):
+            if vote.error is not None:
+                lines.append(f"  sample {number}: {vote.error.category.value}: {vote.error.message}")
+    if answer.error is not None:
+        lines.append(f"no answer: {answer.error.category.value}: {answer.error.message}")
+    return lines
 
 
 def round_line(explained: Explained) -> str:

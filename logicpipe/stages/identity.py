@@ -67,8 +67,10 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
                           max_tokens=config.max_tokens, prompts=prompts.identity("cot"), **_seed(config))
         return fields
     if stage in ("standard", "cot"):
+        # num_samples only above 1 (self-consistency), so the run.json of single-answer baselines still match.
+        samples = {"num_samples": config.num_samples} if config.num_samples > 1 else {}
         return {"model": config.model, "base_url": config.base_url, "temperature": config.temperature,
-                "max_tokens": config.max_tokens, "prompts": prompts.identity(stage), **_seed(config)}
+                "max_tokens": config.max_tokens, "prompts": prompts.identity(stage), **samples, **_seed(config)}
     return {}
 
 

@@ -7,8 +7,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..core.records import ErrorCategory, InterpretRecord, Problem, StageError, Usage, executed, stage_error
+from ..core.records import (
+    ErrorCategory,
+    InterpretRecord,
+    Problem,
+    StageError,
+    Usage,
+    Vote,
+    executed,
+    stage_error,
+)
 from ..core.trajectory import Trajectory
+from ..core.vote import majority
 from ..llm import Request
 from ..prompts import problem_fields
 from ..solvers import map_answer
@@ -79,26 +89,61 @@ class Answer:
     choice: str | None
     usage: Usage
     error: StageError | None
+    votes: list[Vote] | None = None  # with samples > 1: each sample's answer or error, in sample order
 
 
-def ask(ctx: RunContext, problems: list[Problem], prompt_id: str, answered: Callable[[str, Answer], None]) -> None:
+def ask(ctx: RunContext, problems: list[Problem], prompt_id: str, answered: Callable[[str, Answer], None],
+        samples: int = 1) -> None:
     """One Standard or chain-of-thought answer per problem (baselines and the `cot` backup), handed to
-    `answered` as each one arrives."""
+    `answered` as each one arrives. With `samples` K > 1 (self-consistency, Wang et al. 2023), K sampled
+    replies per problem, each its own request and cache entry (sample index i, as formulate's samples),
+    and the answer is their majority (core/vote.py), handed on once all K are back."""
     model = ctx.config.model
     if not problems or model is None:
         return
     prompt = ctx.prompts.get(prompt_id)
     by_id = {p.id: p for p in problems}
+    pending: dict[str, dict[int, Answer]] = {p.id: {} for p in problems}
 
-    def arrived(request: Request, result: Result) -> None:
+    def read(pid: str, result: Result) -> Answer:
         if isinstance(result, Exception):
-            answered(request.key, Answer(None, usage([result]), stage_error(result)))
-            return
-        reading = read_answer(result.text, by_id[request.key].options)
+            return Answer(None, usage([result]), stage_error(result))
+        reading = read_answer(result.text, by_id[pid].options)
         error = None if reading.letter else StageError(category=ErrorCategory.no_answer,
                                                        message=reading.reason or "the reply names no option")
-        answered(request.key, Answer(reading.letter, usage([result]), error))
+        return Answer(reading.letter, usage([result]), error)
 
-    requests = [Request(p.id, prompt.render(**problem_fields(p)), ctx.config.temperature, ctx.config.max_tokens,
-                        seed=ctx.config.sample_seed, purpose=prompt_id, problem=p.id) for p in problems]
+    def arrived(request: Request, result: Result) -> None:
+        if samples == 1:
+            answered(request.key, read(request.key, result))
+            return
+        pid, index = request.key.rsplit("\x1f", 1)
+        pending[pid][int(index)] = read(pid, result)
+        if len(pending[pid]) == samples:
+            each = pending.pop(pid)
+            answered(pid, voted([each[i] for i in range(samples)]))
+
+    # One sample keeps the request (key and sample index 0) a run without samples sends.
+    requests = [Request(p.id if samples == 1 else f"{p.id}\x1f{i}", prompt.render(**problem_fields(p)),
+                        ctx.config.temperature, ctx.config.max_tokens, sample=i, seed=ctx.config.sample_seed,
+                        purpose=prompt_id, problem=p.id)
+                for p in problems for i in range(samples)]
     send(ctx, model, requests, arrived)
+
+
+def voted(answers: list[Answer]) -> Answer:
+    """The samples' majority (the most common option among those that named one, ties to the first seen),
+    with what all of them cost. Where none named an option there is no answer and no guess: a failed
+    request that may succeed later (transient) is the error, so the next run asks again; else no_answer."""
+    votes = [Vote(answer=a.choice, error=a.error) for a in answers]
+    spent = sum((a.usage for a in answers), Usage())
+    choice = majority(a.choice for a in answers)
+    if choice is not None:
+        return Answer(choice, spent, None, votes)
+    errors = [a.error for a in answers if a.error is not None]
+    transient = next((e for e in errors if e.transient), None)
+    if transient is not None:
+        return Answer(None, spent, transient, votes)
+    said = ", ".join(e.category.value for e in errors)
+    return Answer(None, spent, StageError(category=ErrorCategory.no_answer, message=(
+        f"none of the {len(answers)} samples named an option ({said}); the first: {errors[0].message}")), votes)

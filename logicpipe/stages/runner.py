@@ -420,12 +420,12 @@ def _answer(ctx: RunContext, trajectories: list[Trajectory], mode: str) -> Stage
     def answered(pid: str, answer: interpret.Answer) -> None:  # written as it arrives: a stop keeps it
         nonlocal written
         record = InterpretRecord(id=pid, predicted=answer.choice, executed=answer.choice is not None,
-                                 final=answer.choice, error=answer.error, usage=answer.usage)
+                                 final=answer.choice, error=answer.error, usage=answer.usage, votes=answer.votes)
         stage.write(record)
         by_id[pid].interpreted = record
         written += 1
         ctx.progress(mode, written, len(todo))
 
-    interpret.ask(ctx, [t.problem for t in todo], mode, answered)
+    interpret.ask(ctx, [t.problem for t in todo], mode, answered, ctx.config.num_samples)
     stage.finish([t.id for t in trajectories])
     return StageReport(mode, len(trajectories), len(todo), time.monotonic() - start)

@@ -5,13 +5,13 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
 from ..core.errors import RunStopped
 from ..core.records import ErrorCategory, SolveRecord, StageError
 from ..core.trajectory import Trajectory, program_sha
+from ..core.vote import majority
 from ..runtime.pool import Fetch, Outcome, SolverCall, fixed
 from ..solvers import SolverOutcome
 from .context import RunContext, Stage, StageReport
@@ -190,9 +190,7 @@ def vote(samples: list[SolveRecord]) -> SolveRecord:
     if not verdicts:
         chosen = samples[0]
     else:
-        counts = Counter(verdicts)
-        best = max(counts.values())
-        winner = next(v for v in verdicts if counts[v] == best)
+        winner = majority(verdicts)
         chosen = next(s for s in samples if s.verdict == winner)
     explanation = dict(chosen.explanation or {})
     explanation["votes"] = [s.verdict or (s.error.category.value if s.error else None) for s in samples]

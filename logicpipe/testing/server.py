@@ -75,6 +75,8 @@ class FakeOpenAI:
         self.rate_limited = 0
         self.requests: list[dict] = []
         self._faults: deque[Fault] = deque()
+        # A fault chosen by the request itself (its _logicpipe purpose, problem, sample), after the queued ones.
+        self.fault_for: Callable[[dict], Fault | None] | None = None
         self._lock = threading.Lock()
         self._stopping = threading.Event()  # ends endless and trickling replies at shutdown
         self._server = _Server(("127.0.0.1", port), self._handler())
@@ -166,8 +168,7 @@ class FakeOpenAI:
         rest get batch_expired or batch_cancelled in the error file, as OpenAI writes them."""
         out, errors = [], []
         for number, line in enumerate(entry["lines"]):
-            problem, purpose, *rest = line["custom_id"].split(":")
-            sample = rest[0] if rest else ""
+            problem, purpose, sample, *_ = line["custom_id"].split(":")
             result = {"id": f"req-{number}", "custom_id": line["custom_id"]}
             if number >= answered:
                 errors.append({**result, "response": None, "error": {
@@ -194,7 +195,9 @@ class FakeOpenAI:
     def _next(self, body: dict) -> Fault | None:
         with self._lock:
             self.requests.append(body)
-            return self._faults.popleft() if self._faults else None
+            if self._faults:
+                return self._faults.popleft()
+            return self.fault_for(body) if self.fault_for is not None else None
 
     def _enter(self) -> bool:
         """Count a chat request in flight; False (and not counted) when the rate limit refuses it."""
@@ -344,7 +347,7 @@ class FakeOpenAI:
                 body["_logicpipe"] = {"purpose": self.headers.get("X-Logicpipe-Purpose", ""),
                                       "problem": self.headers.get("X-Logicpipe-Problem", ""),
                                       "phase": self.headers.get("X-Logicpipe-Phase", ""),
-                                      "sample": self.headers.get("X-Logicpipe-Sample", "")}
+                                      "sample": self.headers.get("X-Logicpipe-Sample", "0")}
                 if not self.path.endswith("/chat/completions"):
                     self._send(404, b'{"error": {"message": "not found"}}')
                     return

@@ -134,6 +134,9 @@ def _problem(dataset: str, trajectory: Trajectory, text: dict) -> dict:
         "predicted": evaluated.get("predicted", interpreted.get("predicted")),
         "final": evaluated.get("final", interpreted.get("final")),
         "backup": interpreted.get("backup"),
+        # A baseline with self-consistency: each sample's answer, or its error's category, in sample order.
+        "votes": [vote.get("answer") or (vote.get("error") or {}).get("category") for vote in interpreted["votes"]]
+        if interpreted.get("votes") else None,
         "correct": evaluated.get("correct"),
         "executed": evaluated.get("executed", interpreted.get("executed")),
         "category": error.get("category") if error else None,

@@ -215,6 +215,7 @@
     detail.append(field("gold", p.gold), field("predicted", p.predicted), field("final", p.final),
       field("correct", p.correct === true ? "yes" : p.correct === false ? "no" : "unknown"),
       p.backup ? field("backup", p.backup) : "",
+      p.votes ? field("votes", p.votes.map((v) => text(v)).join(", ")) : "",
       p.tokens !== null && p.tokens !== undefined ? field("tokens", p.tokens.toLocaleString("en")) : "",
       p.cost !== null && p.cost !== undefined ? field("cost", "$" + p.cost) : "");
     if (p.gold_program) {  // a run held against the dataset's gold programs (gold_agreement.jsonl)
