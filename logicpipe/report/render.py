@@ -159,7 +159,7 @@ _UNNAMED = "backup answer: the program did not execute"  # records written befor
 def render_baseline_summary(console: Console, metrics: dict, stages: list, mode: str) -> None:
     """A baseline's figures in its own words: the model answers directly, so there is no program to
     execute and no backup; what counts is how many replies named an option, and how many were right."""
-    label = {"standard": "Standard", "cot": "chain-of-thought"}.get(mode, mode)
+    label = {"standard": "Standard", "cot": "chain-of-thought", "chain": "chain of prompted steps"}.get(mode, mode)
     table = Table(title=f"{metrics['dataset']} ({metrics['split']}, {label} baseline, {metrics['source']})")
     for column in ("total", "answered", "answered %", "correct", "accuracy"):
         table.add_column(column, justify="right")
