@@ -23,6 +23,12 @@ STEPS = ["translate", "plan", "solve", "verify"]
 SYSTEM = "You are a helpful assistant. Make sure you carefully and fully understand the details"
 
 
+@pytest.fixture(autouse=True)
+def _own_cache(tmp_path, monkeypatch):
+    """The reply cache of this test alone: the requests the server sees are this test's."""
+    monkeypatch.setenv("LOGICPIPE_CACHE", str(tmp_path / "cache"))
+
+
 def records(path):
     return [json.loads(line) for line in path.read_text().splitlines()]
 
@@ -101,9 +107,11 @@ def test_symbcot_asks_each_step_with_the_earlier_replies_and_reads_the_verifier(
             assert {r["step"] for r in written} == {step} and written[0]["prompt_id"] == f"symbcot-folio-{step}"
         metrics = json.loads((folder / "metrics.json").read_text())
         assert metrics["total"] == 4 and metrics["accuracy"] == 100.0 and metrics["tokens"]["calls"] == 16
+        before = {path.name: path.read_bytes() for path in folder.glob("*.jsonl")}
         again = baseline(fake, data_dir, tmp_path)
         assert again.returncode == 0, again.stderr
-        assert len(fake.requests) == 16  # nothing asked twice
+        assert len(fake.requests) == 16  # nothing asked twice, not even of the reply cache:
+        assert {path.name: path.read_bytes() for path in folder.glob("*.jsonl")} == before
 
 
 @pytest.mark.parametrize(("verify", "accuracy"), [("wrong", 0.0), ("none", 0.0)])
@@ -173,8 +181,10 @@ def test_a_stopped_chain_resumes_at_the_step_it_stopped_in(data_dir, tmp_path):
         folder = tmp_path / "baseline-symbcot" / "folio"
         assert [len(records(folder / f"chain-{step}.jsonl")) for step in ("translate", "plan")] == [2, 2]
         assert not (folder / "chain-solve.jsonl").exists() or not records(folder / "chain-solve.jsonl")
+        before = [(folder / f"chain-{step}.jsonl").read_bytes() for step in ("translate", "plan")]
         report = run_method(config, spec)
         assert [b["_logicpipe"]["purpose"] for b in fake.requests[4:]] == ["chain-solve"] * 2 + ["chain-verify"] * 2
+        assert [(folder / f"chain-{step}.jsonl").read_bytes() for step in ("translate", "plan")] == before
         assert report.metrics["accuracy"] == 100.0
 
 
@@ -229,3 +239,24 @@ def test_each_datasets_prompts_are_filled(dataset, data_dir, tmp_path):
     if dataset == "prontoqa":
         assert all(problems[pid].options[0] in text for pid, text in asked["plan"])
         assert all(problems[pid].context in text for pid, text in asked["verify"])
+
+
+def test_a_step_asked_with_replies_since_redone_is_not_shown(data_dir, tmp_path):
+    """The plan failed for a passing reason and was asked again, and the run stopped before the solver
+    was: the solver's record of the failed plan no longer stands, for the run and its readers alike."""
+    from logicpipe.stages.store import read_recorded
+
+    gold = answers(data_dir, "folio", 1)
+    spec = load_method("symbcot")
+    with FakeOpenAI(scripted(gold)) as fake:
+        fake.inject(Fault(), Fault(status=500))
+        config = RunConfig(dataset="folio", data_dir=data_dir, out=tmp_path, limit=1, model="m", base_url=fake.url,
+                           max_retries=0, max_errors="5")
+        run_method(config, spec)
+        folder = tmp_path / "baseline-symbcot" / "folio"
+        assert "not asked" in records(folder / "chain-solve.jsonl")[0]["error"]["message"]
+        with pytest.raises(BudgetSpent):
+            run_method(config, spec, gate=Budget(config, max_calls=1, ledger=False))
+        (trajectory,) = read_recorded(folder, []).trajectories
+        assert list(trajectory.steps) == ["translate", "plan"] and trajectory.steps["plan"].error is None
+        assert trajectory.interpreted is None  # the answer read from the failed chain is stale too
