@@ -173,7 +173,12 @@ def render_baseline_summary(console: Console, metrics: dict, stages: list, mode:
 
 def render_explanation(console: Console, explained: Explained) -> None:
     record, problem, scored = explained.solve, explained.problem, explained.evaluated
-    console.print(f"{record.id} ({record.dataset}, solver {record.solver})", markup=False, highlight=False)
+    if record is None:  # a chain of prompted steps
+        first = explained.steps[0]
+        console.print(f"{first.id} (a chain of {counted(len(explained.steps), 'step')}: "
+                      f"{', '.join(step.step for step in explained.steps)})", markup=False, highlight=False)
+    else:
+        console.print(f"{record.id} ({record.dataset}, solver {record.solver})", markup=False, highlight=False)
     if problem is not None:
         if problem.context:  # the premises the program was written from
             _plain(console, "context:")
@@ -193,6 +198,9 @@ def render_explanation(console: Console, explained: Explained) -> None:
                         f"{'right' if scored.correct else 'wrong'}")
     else:
         _plain(console, "gold and prediction: not evaluated yet (run the evaluate stage)")
+    if record is None:
+        _chain_lines(console, explained)
+        return
     which = round_line(explained)
     if which:
         _plain(console, which)
@@ -215,6 +223,19 @@ def render_explanation(console: Console, explained: Explained) -> None:
         _plain(console, explanation["proof"])
     for note in explanation.get("ignored", []):
         _plain(console, f"note: {note}")
+
+
+def _chain_lines(console: Console, explained: Explained) -> None:
+    """Each step's reply (or why it has none), then why the chain has no answer if it has none."""
+    for step in explained.steps:
+        _plain(console, f"step {step.step} (prompt {step.prompt_id}):")
+        if step.error is not None:
+            _plain(console, f"  {step.error.category.value}: {step.error.message}")
+        for line in (step.reply or "").strip().splitlines():
+            _plain(console, f"  {line}")
+    answer = explained.interpreted
+    if answer is not None and answer.error is not None:
+        _plain(console, f"no answer: {answer.error.category.value}: {answer.error.message}")
 
 
 def round_line(explained: Explained) -> str:

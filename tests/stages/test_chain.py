@@ -12,6 +12,7 @@ import pytest
 from logicpipe.core.errors import BudgetSpent
 from logicpipe.data.methods import load_method
 from logicpipe.llm.budget import Budget
+from logicpipe.report.viewer.run import load_run
 from logicpipe.solvers.base import option_letters
 from logicpipe.stages.config import RunConfig
 from logicpipe.stages.methods import run_method
@@ -112,6 +113,16 @@ def test_symbcot_asks_each_step_with_the_earlier_replies_and_reads_the_verifier(
         assert again.returncode == 0, again.stderr
         assert len(fake.requests) == 16  # nothing asked twice, not even of the reply cache:
         assert {path.name: path.read_bytes() for path in folder.glob("*.jsonl")} == before
+    pid = next(iter(gold))
+    shown = cli("explain", str(tmp_path), "--id", pid, "--data-dir", str(data_dir))
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    steps = [lines.index(f"step {step} (prompt symbcot-folio-{step}):") for step in STEPS]
+    assert steps == sorted(steps) and lines[steps[0] + 1].strip() == f"TRANSLATION of {pid}"
+    assert f"PLAN for {pid}" in shown.stdout and f"VERIFIED {pid}" in shown.stdout and "right" in shown.stdout
+    (problem,) = [p for p in load_run(tmp_path).problems if p["id"] == pid]
+    assert [r["title"] for r in problem["rounds"]] == [f"step {step}" for step in STEPS]
+    assert problem["rounds"][2]["program"].startswith(f"SOLUTION for {pid}") and problem["correct"] is True
 
 
 @pytest.mark.parametrize(("verify", "accuracy"), [("wrong", 0.0), ("none", 0.0)])
@@ -159,6 +170,9 @@ def test_a_failed_step_types_every_later_step_and_gives_no_answer(data_dir, tmp_
         listed = cli("failures", str(tmp_path))
         assert listed.returncode == 0 and first in listed.stdout and third in listed.stdout
         assert second not in listed.stdout
+        shown = cli("explain", str(tmp_path), "--id", first, "--data-dir", str(data_dir))
+        assert "step plan (prompt symbcot-folio-plan):\n  llm: " in shown.stdout
+        assert "no answer: llm: step 'plan': " in shown.stdout
         # The plan's failure was passing: a rerun asks the first problem's plan and the steps after it, and
         # nothing else (the empty reply stands).
         sent = len(fake.requests)
