@@ -69,7 +69,7 @@ def _find(run_dir: Path, problem_id: str, dataset: str | None) -> tuple[Recorded
         recorded = read_recorded(stage_dir, [])
         found += [(recorded, t) for t in recorded.trajectories if t.id == problem_id and (t.solved or t.steps)]
     if not found:
-        raise UsageError(f"no solve record (nor a chain's step) for id '{problem_id}' under {run_dir}")
+        raise UsageError(f"no solve record for id '{problem_id}' under {run_dir}")
     if len(found) > 1:  # a folder of several runs: which one is meant is the reader's to say
         where = ", ".join(str(recorded.stage_dir) for recorded, _ in found[:5]) + (", ..." if len(found) > 5 else "")
         raise UsageError(f"id '{problem_id}' was solved in {len(found)} runs under {run_dir} ({where}): "
