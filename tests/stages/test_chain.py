@@ -6,6 +6,7 @@ the reply cache and the run's identity."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -274,3 +275,37 @@ def test_a_step_asked_with_replies_since_redone_is_not_shown(data_dir, tmp_path)
         (trajectory,) = read_recorded(folder, []).trajectories
         assert list(trajectory.steps) == ["translate", "plan"] and trajectory.steps["plan"].error is None
         assert trajectory.interpreted is None  # the answer read from the failed chain is stale too
+
+
+def test_a_users_own_chain_runs_the_same_way_with_epochs(data_dir, tmp_path):
+    """A spec file with two steps of its own and prompts in a --prompts folder: nothing in the chain is
+    SymbCoT's; each epoch's run lies in OUT/epoch-K/baseline-<method>/."""
+    spec = {"name": "mine", "title": "Draft, then answer", "citation": "none", "solver": None, "baseline": "chain",
+            "steps": [{"name": "draft", "prompt": "mine-draft"}, {"name": "final", "prompt": "mine-final",
+                                                                 "answers": True}],
+            "temperature": 0.5, "backup": "none"}
+    (tmp_path / "mine.json").write_text(json.dumps(spec))
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "mine-draft.txt").write_text("Draft.\n=== user ===\n{{context}}\n{{question}}\n{{options}}\n")
+    (prompts / "mine-final.txt").write_text("Answer.\n=== user ===\nYour draft: {{draft}}\nEnd with Final answer: {X}\n")
+    gold = answers(data_dir, "prontoqa", 2)
+
+    def reply(body):
+        meta = body["_logicpipe"]
+        if meta["purpose"] == "chain-draft":
+            return f"DRAFT {meta['problem']}"
+        assert f"Your draft: DRAFT {meta['problem']}" in body["messages"][-1]["content"]
+        return f"Final answer: {{{gold[meta['problem']][0]}}}"
+
+    with FakeOpenAI(reply) as fake:
+        done = cli("baseline", "--method", str(tmp_path / "mine.json"), "-d", "prontoqa", "--limit", "2",
+                   "--data-dir", str(data_dir), "--out", str(tmp_path / "out"), "--model", "m", "--base-url", fake.url,
+                   "--prompts", str(prompts), "--epochs", "2", "--temperature", "0.5")
+        assert done.returncode == 0, done.stderr
+        assert len(fake.requests) == 8
+    summary = json.loads((tmp_path / "out" / "baseline-mine" / "epochs-prontoqa.json").read_text())
+    assert summary["epochs"] == 2 and summary["folders"][1] == str(tmp_path / "out" / "epoch-2" / "baseline-mine" / "prontoqa")
+    for folder in summary["folders"]:
+        assert json.loads((Path(folder) / "metrics.json").read_text())["accuracy"] == 100.0
+        assert [len(records(Path(folder) / f"chain-{step}.jsonl")) for step in ("draft", "final")] == [2, 2]
