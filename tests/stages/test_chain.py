@@ -121,6 +121,8 @@ def test_symbcot_asks_each_step_with_the_earlier_replies_and_reads_the_verifier(
     steps = [lines.index(f"step {step} (prompt symbcot-folio-{step}):") for step in STEPS]
     assert steps == sorted(steps) and lines[steps[0] + 1].strip() == f"TRANSLATION of {pid}"
     assert f"PLAN for {pid}" in shown.stdout and f"VERIFIED {pid}" in shown.stdout and "right" in shown.stdout
+    status = cli("status", str(tmp_path))
+    assert "(chain-translate 4, chain-plan 4, chain-solve 4, chain-verify 4, interpret 4, evaluate 4)" in status.stdout
     (problem,) = [p for p in load_run(tmp_path).problems if p["id"] == pid]
     assert [r["title"] for r in problem["rounds"]] == [f"step {step}" for step in STEPS]
     assert problem["rounds"][2]["program"].startswith(f"SOLUTION for {pid}") and problem["correct"] is True
@@ -309,3 +311,52 @@ def test_a_users_own_chain_runs_the_same_way_with_epochs(data_dir, tmp_path):
     for folder in summary["folders"]:
         assert json.loads((Path(folder) / "metrics.json").read_text())["accuracy"] == 100.0
         assert [len(records(Path(folder) / f"chain-{step}.jsonl")) for step in ("draft", "final")] == [2, 2]
+
+
+TFU = ["A) True", "B) False", "C) Uncertain"]
+# What each of SymbCoT's steps is given, as its code fills the prompts.
+USES = {"translate": {"context", "question"}, "plan": {"translate"}, "solve": {"translate", "plan"},
+        "verify": {"translate", "solve"}}
+
+
+@pytest.mark.parametrize(("reply", "options", "closed", "letter"), [
+    ("Step 9: conclude.\n\nFinal answer: {false}", TFU, False, "B"),
+    ("Final answer: {Unknown}.", TFU, False, "C"),  # a truth value matched to the option of that text
+    ("   - Final Answer: {G}", [f"{x}) x" for x in "ABCDEFG"], False, "G"),  # LogicalDeduction's own case
+    ("The correct answer is:\n\nFinal answer: {B}", [f"{x}) x" for x in "ABCDE"], False, "B"),
+    ("so it is {true} after all; Final answer: {false}", TFU, False, "B"),  # the cue first, then braces
+    ("the statement is {true}", TFU, False, "A"),  # no cue: the first braced word, as SymbCoT reads it
+    ("Final answer: {unknown}", ["A) True", "B) False"], True, "B"),  # ProntoQA: closed world
+    ("Final answer: {unknown}", ["A) True", "B) False"], False, None),  # no Unknown option: no answer
+    ("Final answer: {true/false/unknown}", TFU, False, None),  # the instruction echoed: no default Unknown
+    ("Final answer: {F}", [f"{x}) x" for x in "ABCDE"], False, None),
+    ("I cannot decide.", TFU, False, None),
+    ("", TFU, False, None),
+])
+def test_symbcots_answer_form_is_read_onto_the_options(reply, options, closed, letter):
+    from logicpipe.stages.replies import read_final
+
+    reading = read_final(reply, options, closed)
+    assert reading.letter == letter
+    assert (reading.reason is None) == (letter is not None)
+
+
+def test_every_shipped_chain_has_a_prompt_for_each_of_its_datasets_with_the_fields_it_is_given():
+    from logicpipe.data.methods import shipped
+    from logicpipe.prompts import PromptSet
+
+    prompts = PromptSet()
+    chains = [spec for spec in shipped().values() if spec.steps]
+    assert [spec.name for spec in chains] == ["symbcot"]
+    for spec in chains:
+        assert spec.datasets == ["prontoqa", "proofwriter", "folio", "logicaldeduction", "ar-lsat"]
+        for dataset in spec.datasets:
+            known = {"context", "question", "options"}
+            for step, prompt_id in zip(spec.steps, spec.step_prompts(dataset), strict=True):
+                prompt = prompts.get(prompt_id)
+                assert prompt.fields <= known and prompt.system.startswith(SYSTEM), prompt_id
+                known.add(step.name)
+                assert USES[step.name] <= prompt.fields, prompt_id  # SymbCoT's [[CONTEXT]], [[PLAN]], [[EXECUTION]]
+    refused = cli("baseline", "--method", "symbcot", "-d", "logicbench-bqa", "--model", "m", "--base-url",
+                  "http://127.0.0.1:9/v1")
+    assert refused.returncode == 2 and "has prompts for prontoqa, proofwriter, folio" in refused.stderr
