@@ -196,6 +196,21 @@ class InterpretRecord(Record):
         return super().retry() or (self.backup_error is not None and self.backup_error.transient)
 
 
+class StepRecord(Record):
+    """One prompted step of a chain (a solver-free method's translate, plan, solve, verify) for one
+    problem: chain-<step>.jsonl. A step that was not asked, because an earlier one failed, says so in
+    its error and has no reply."""
+
+    step: str
+    reply: str | None = None
+    prompt_id: str
+    prompt_hash: str
+    usage: Usage | None = None
+    # text_sha of what the earlier steps gave it (their replies, or their failures): a record asked with
+    # other earlier replies than the problem has now is stale, and the step is asked again.
+    parent: str
+
+
 class EvaluateRecord(Record):
     gold: str | None
     predicted: str | None

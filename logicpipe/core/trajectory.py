@@ -17,6 +17,7 @@ from .records import (
     InterpretRecord,
     Problem,
     SolveRecord,
+    StepRecord,
     Usage,
     round_stands,
     text_sha,
@@ -25,6 +26,13 @@ from .records import (
 
 def program_sha(record: FormulateRecord) -> str:
     return text_sha(*record.programs())
+
+
+def step_parent(earlier: list[StepRecord]) -> str:
+    """What a chain's step is asked with: the earlier steps' replies, or how they failed (StepRecord.parent)."""
+    return text_sha("chain", *(f"{record.step}\x00{record.reply or ''}\x00"
+                               f"{record.error.category.value + ': ' + record.error.message if record.error else ''}"
+                               for record in earlier))
 
 
 @dataclass
@@ -36,6 +44,8 @@ class Trajectory:
     decided: dict[int, DecisionRecord] = field(default_factory=dict)  # round -> verdict on its revision
     interpreted: InterpretRecord | None = None
     evaluated: EvaluateRecord | None = None
+    # A chain of prompted steps (a solver-free method): step name -> its record, in the chain's order.
+    steps: dict[str, StepRecord] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -120,6 +130,11 @@ class Trajectory:
                 chosen = self.refined[round_]
         return chosen
 
+    def chain_sha(self) -> str | None:
+        """What a chain's answer was read from (its InterpretRecord.program): every step's reply or
+        failure; None without a chain."""
+        return step_parent(list(self.steps.values())) if self.steps else None
+
     def rounds(self) -> int:
         return max(self.solved, default=0)
 
@@ -127,7 +142,8 @@ class Trajectory:
         """The tokens every model call for this problem used (programs, repairs, judgements, the backup
         answer); None when no model was asked (a replay)."""
         total = None
-        for record in [self.formulated, *self.refined.values(), *self.decided.values(), self.interpreted]:
+        for record in [self.formulated, *self.refined.values(), *self.decided.values(), *self.steps.values(),
+                       self.interpreted]:
             if record is not None and record.usage is not None:
                 total = record.usage if total is None else total + record.usage
         return total

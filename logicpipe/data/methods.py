@@ -37,6 +37,9 @@ class Step(BaseModel):
     # A prompt id; `{dataset}` in it is replaced by the task's key (symbcot-{dataset}-plan).
     prompt: str = Field(pattern=r"^[A-Za-z0-9_.{}-]+$")
     answers: bool = False  # whether its reply is read for the answer (the last that gives one is taken)
+    # Stop sequences sent with its requests: the reply ends where the model writes one (SymbCoT sends
+    # "------", its prompts' separator between examples).
+    stop: list[str] = []
 
 
 class MethodSpec(BaseModel):

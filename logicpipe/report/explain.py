@@ -1,6 +1,6 @@
 """Gather what `logicpipe explain` shows for one problem: the problem itself, the solver's record of
-the round that answered (or of the round asked for), or a baseline's answer with its samples' votes, and
-the scored answer."""
+the round that answered (or of the round asked for), or a baseline's answer with its samples' votes, or
+a chain's steps with their replies, and the scored answer."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import LogicPipeError, UsageError
-from ..core.records import EvaluateRecord, InterpretRecord, Problem, SolveRecord
+from ..core.records import EvaluateRecord, InterpretRecord, Problem, SolveRecord, StepRecord
 from ..core.trajectory import Trajectory
 from ..data import DatasetSpec, load_task_file
 from ..stages.store import Recorded, read_recorded, stage_dirs
@@ -17,7 +17,7 @@ from .problems import HINT, load_recorded_problems, split_of
 
 @dataclass
 class Explained:
-    solve: SolveRecord | None  # None for a baseline: the model answered directly, with no solver
+    solve: SolveRecord | None  # None for a baseline or a chain of prompted steps: no solver
     evaluated: EvaluateRecord | None
     problem: Problem | None
     missing: str = ""  # why the problem could not be shown
@@ -25,7 +25,8 @@ class Explained:
     answered: int | None = None  # the round whose result the answer came from (None: not interpreted yet)
     rounds: list[int] = field(default_factory=lambda: [0])  # every round the problem was solved in
     stands: bool = True  # whether the round's program counts (a semantic revision that lost does not)
-    interpreted: InterpretRecord | None = None  # a baseline's answer (its votes, and why it has none)
+    steps: list[StepRecord] = field(default_factory=list)  # a chain's steps, in order
+    interpreted: InterpretRecord | None = None  # a baseline's or a chain's answer (votes; why it has none)
 
 
 def explain(run_dir: Path, problem_id: str, dataset: str | None = None, task: Path | None = None,
@@ -34,11 +35,13 @@ def explain(run_dir: Path, problem_id: str, dataset: str | None = None, task: Pa
     recorded, trajectory = _find(run_dir, problem_id, dataset)
     if spec is not None and spec.key != recorded.key:
         raise UsageError(f"--task {task} describes '{spec.key}', but '{problem_id}' is in {recorded.stage_dir}")
-    if not trajectory.solved:  # a baseline: the model answered directly (with K samples, their votes)
+    if not trajectory.solved:  # a baseline (with K samples, their votes) or a chain of prompted steps
         if round_ is not None:
-            raise UsageError(f"problem '{problem_id}' was answered directly by the model: it has no rounds")
+            how = "by a chain of prompted steps" if trajectory.steps else "directly by the model"
+            raise UsageError(f"problem '{problem_id}' was answered {how}: it has no rounds")
         problem, missing = _problem(recorded, spec, data_dir, problem_id)
-        return Explained(None, trajectory.evaluated, problem, missing, interpreted=trajectory.interpreted)
+        return Explained(None, trajectory.evaluated, problem, missing, steps=list(trajectory.steps.values()),
+                         interpreted=trajectory.interpreted)
     answered = _answered(trajectory)
     shown = answered if round_ is None else round_
     if shown is None or shown not in trajectory.solved:
@@ -65,8 +68,8 @@ def _find(run_dir: Path, problem_id: str, dataset: str | None) -> tuple[Recorded
     found = []
     for stage_dir in stage_dirs(run_dir, dataset):
         recorded = read_recorded(stage_dir, [])
-        found += [(recorded, t) for t in recorded.trajectories
-                  if t.id == problem_id and (t.solved or (t.formulated is None and t.interpreted is not None))]
+        found += [(recorded, t) for t in recorded.trajectories if t.id == problem_id
+                  and (t.solved or t.steps or (t.formulated is None and t.interpreted is not None))]
     if not found:
         raise UsageError(f"no solve record for id '{problem_id}' under {run_dir}")
     if len(found) > 1:  # a folder of several runs: which one is meant is the reader's to say

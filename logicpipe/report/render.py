@@ -160,7 +160,7 @@ _UNNAMED = "backup answer: the program did not execute"  # records written befor
 def render_baseline_summary(console: Console, metrics: dict, stages: list, mode: str) -> None:
     """A baseline's figures in its own words: the model answers directly, so there is no program to
     execute and no backup; what counts is how many replies named an option, and how many were right."""
-    label = {"standard": "Standard", "cot": "chain-of-thought"}.get(mode, mode)
+    label = {"standard": "Standard", "cot": "chain-of-thought", "chain": "chain of prompted steps"}.get(mode, mode)
     table = Table(title=f"{metrics['dataset']} ({metrics['split']}, {label} baseline, {metrics['source']})")
     for column in ("total", "answered", "answered %", "correct", "accuracy"):
         table.add_column(column, justify="right")
@@ -174,7 +174,11 @@ def render_baseline_summary(console: Console, metrics: dict, stages: list, mode:
 
 def render_explanation(console: Console, explained: Explained) -> None:
     record, problem, scored = explained.solve, explained.problem, explained.evaluated
-    if record is None:  # a baseline
+    if record is None and explained.steps:  # a chain of prompted steps
+        first = explained.steps[0]
+        console.print(f"{first.id} (a chain of {counted(len(explained.steps), 'step')}: "
+                      f"{', '.join(step.step for step in explained.steps)})", markup=False, highlight=False)
+    elif record is None:  # a baseline
         answer = explained.interpreted
         assert answer is not None  # explain finds a problem by its solve records or its baseline answer
         console.print(f"{answer.id} (answered directly by the model: no program, no solver)", markup=False,
@@ -201,8 +205,11 @@ def render_explanation(console: Console, explained: Explained) -> None:
     else:
         _plain(console, "gold and prediction: not evaluated yet (run the evaluate stage)")
     if record is None:
-        for line in answer_lines(explained.interpreted):
-            _plain(console, line)
+        if explained.steps:
+            _chain_lines(console, explained)
+        else:
+            for line in answer_lines(explained.interpreted):
+                _plain(console, line)
         return
     which = round_line(explained)
     if which:
@@ -246,6 +253,19 @@ def answer_lines(answer: InterpretRecord | None) -> list[str]:
     if answer.error is not None:
         lines.append(f"no answer: {answer.error.category.value}: {answer.error.message}")
     return lines
+
+
+def _chain_lines(console: Console, explained: Explained) -> None:
+    """Each step's reply (or why it has none), then why the chain has no answer if it has none."""
+    for step in explained.steps:
+        _plain(console, f"step {step.step} (prompt {step.prompt_id}):")
+        if step.error is not None:
+            _plain(console, f"  {step.error.category.value}: {step.error.message}")
+        for line in (step.reply or "").strip().splitlines():
+            _plain(console, f"  {line}")
+    answer = explained.interpreted
+    if answer is not None and answer.error is not None:
+        _plain(console, f"no answer: {answer.error.category.value}: {answer.error.message}")
 
 
 def round_line(explained: Explained) -> str:

@@ -103,12 +103,14 @@ def _folder(folder: Path, label: str, refresher: Refresher | None) -> FolderStat
 
 
 def _stage_records(trajectories: list[Trajectory]) -> dict[str, int]:
-    """Problems with a record that stands, per pipeline stage (each refinement round its own)."""
+    """Problems with a record that stands, per pipeline stage (each refinement round, each step of a
+    chain its own)."""
     stages: Counter[str] = Counter()
     for trajectory in trajectories:
         has = {"formulate": trajectory.formulated is not None, "solve": 0 in trajectory.solved,
                "interpret": trajectory.interpreted is not None, "evaluate": trajectory.evaluated is not None,
-               **{f"refine-{round_}": True for round_ in trajectory.refined}}
+               **{f"refine-{round_}": True for round_ in trajectory.refined},
+               **{f"chain-{step}": True for step in trajectory.steps}}  # a chain's steps, in order
         stages.update(name for name, there in has.items() if there)
     return dict(stages)
 

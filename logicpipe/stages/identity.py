@@ -66,6 +66,10 @@ def stage_identity(ctx: RunContext, stage: str) -> dict[str, Any]:
             fields.update(model=config.model, base_url=config.base_url, temperature=config.temperature,
                           max_tokens=config.max_tokens, prompts=prompts.identity("cot"), **_seed(config))
         return fields
+    if stage == "chain":  # a chain of prompted steps: its steps' templates (chain.py)
+        from .chain import identity
+
+        return identity(ctx)
     if stage in ("standard", "cot"):
         # num_samples only above 1 (self-consistency), so the run.json of single-answer baselines still match.
         samples = {"num_samples": config.num_samples} if config.num_samples > 1 else {}

@@ -167,3 +167,29 @@ def _option_text(span: str, options: list[str], letters: dict[str, str]) -> tupl
 def _words(text: str) -> bool:
     """Whether `text` says more than punctuation and markup."""
     return bool(text.strip(" \t.!*_`\"'"))
+
+
+# SymbCoT's answer form (symbcot.py and verifier.py, post_process_c): "Final answer: {true}", "Final answer:
+# {B}", else the first word in curly brackets anywhere in the reply. Their "Final answer" is case-sensitive,
+# which misses LogicalDeduction's own "Final Answer: {G}"; here it is not.
+_FINAL = re.compile(r"final answer\s*:\s*\{([^{}\n]*)\}", re.IGNORECASE)
+_BRACED = re.compile(r"\{(\w+)\}")
+
+
+def read_final(text: str, options: list[str], closed_world: bool = False) -> Reading:
+    """The option a reply's "Final answer: {X}" names (else its first `{word}`): an option letter, or a
+    truth value matched to the option of that text (`{uncertain}` to Unknown; in a closed world, Unknown to
+    False, as the solvers' verdicts are). What names no option is no answer, with the reason: never
+    the Unknown option by default, as SymbCoT's verifier maps it."""
+    if not text.strip():
+        return Reading(None, "the reply is empty")
+    match = _FINAL.search(text) or _BRACED.search(text)
+    if match is None:
+        return Reading(None, "the reply states no final answer (no 'Final answer: {X}' nor a word in curly brackets)")
+    said = match.group(1).strip().strip("()").strip()
+    letters = option_letters(options)
+    letter = said.upper() if len(said) == 1 and said.upper() in letters else map_answer(said, options, closed_world)
+    if letter is None:
+        return Reading(None, f"the final answer {{{said}}} is not one of the options "
+                             f"({', '.join(f'{k}) {v}' for k, v in letters.items())})")
+    return Reading(letter)

@@ -161,6 +161,10 @@ def _check_prompt(config: RunConfig, prompts: PromptSet, task: Task) -> None:
 def _templates(config: RunConfig, stages: list[str], task: Task) -> list[str]:
     """The templates the stages read (a --prompts folder must override at least one of them)."""
     used: list[str] = [mode for mode in ("standard", "cot") if mode in stages]  # a baseline
+    if "chain" in stages:  # a chain of prompted steps: each step's template
+        from .chain import prompt_ids
+
+        used += prompt_ids(config)
     if "formulate" in stages and config.programs is None:
         used.append(task.prompt)
     if "refine" in stages and config.refine_with:
@@ -392,18 +396,27 @@ def run(config: RunConfig, progress: Progress = quiet) -> RunReport:
 
 
 def baseline(config: RunConfig, mode: str, progress: Progress = quiet, gate: Gate | None = None) -> RunReport:
-    """The paper's Standard or CoT row: the model answers directly, scored by the same evaluator.
+    """The paper's Standard or CoT row: the model answers directly, scored by the same evaluator; or
+    (mode "chain") a method's chain of prompted steps (chain.py), whose steps the `--method` spec names.
     Files go to OUT/baseline-MODE/<dataset>/, or OUT/baseline-METHOD/<dataset>/ for a method's
     (`--method`: `baseline-cot` for cot) (interpret.jsonl holds the answers)."""
-    if mode not in ("standard", "cot"):
+    if mode not in ("standard", "cot", "chain"):
         raise UsageError(f"unknown baseline mode '{mode}'; choose standard or cot")
     if not config.model:
         raise UsageError("baselines need --model")
+    if mode == "chain":
+        from . import chain
+
+        chain.steps_of(config)  # a chain without --method: one line, before any folder is made
     folder = f"baseline-{method_name(config.method) if config.method else mode}"
     config = config.model_copy(update={"out": config.out / folder, "backup": "none", "programs": None})
     ctx, problems = open_context(config, [mode], progress, gate=gate)
-    ctx.prompts.get(mode)
     api_key(config.base_url)
+    if mode == "chain":
+        chain.resolve(ctx)  # every step's template, checked before anything is written
+        return _hold(ctx, problems, [mode],
+                     lambda trajectories, _identity: [*chain.run(ctx, trajectories), *evaluate.run(ctx, trajectories)])
+    ctx.prompts.get(mode)
     return _hold(ctx, problems, [mode],
                  lambda trajectories, _identity: [_answer(ctx, trajectories, mode), *evaluate.run(ctx, trajectories)])
 

@@ -18,8 +18,9 @@ from ..core.records import (
     InterpretRecord,
     Problem,
     SolveRecord,
+    StepRecord,
 )
-from ..core.trajectory import Trajectory, program_sha
+from ..core.trajectory import Trajectory, program_sha, step_parent
 from ..data import get_dataset
 from ..runtime.folder import RUN_FILE, RunFolder
 
@@ -55,6 +56,7 @@ def load_trajectories(store: RunFolder, problems: list[Problem]) -> list[Traject
                     and (decision.program, decision.parent) == (program_sha(repair), repair.parent)):
                 trajectory.decided[round_] = decision
         round_ += 1
+    _take_steps(store, trajectories)
     interpreted = store.file("interpret", InterpretRecord).done
     for trajectory in trajectories:
         answer, latest = interpreted.get(trajectory.id), trajectory.latest_solve()
@@ -62,9 +64,35 @@ def load_trajectories(store: RunFolder, problems: list[Problem]) -> list[Traject
             continue
         if latest is not None and (answer.round, answer.program) == (latest.round, latest.program):
             trajectory.interpreted = answer
-        elif latest is None and trajectory.formulated is None and answer.program is None:
-            trajectory.interpreted = answer  # a baseline's answer: the model answered with no program
+        elif latest is None and trajectory.formulated is None and answer.program == trajectory.chain_sha():
+            # A baseline's answer: the model answered with no program (a chain's: from these steps' replies).
+            trajectory.interpreted = answer
     return trajectories
+
+
+CHAIN = "chain-"  # a chain's step files: chain-<step>.jsonl
+
+
+def chain_steps(store: RunFolder) -> list[str]:
+    """The steps of a chain of prompted steps whose files the folder holds, in the order its run.json
+    records them (stages.chain.steps); none for any other run."""
+    found = sorted(path.name[len(CHAIN):-len(".jsonl")] for path in store.path.glob(f"{CHAIN}*.jsonl"))
+    if not found:
+        return []
+    order = (read_json(store.path / RUN_FILE, []).get("stages") or {}).get("chain", {}).get("steps") or []
+    return [step for step in order if step in found] + [step for step in found if step not in order]
+
+
+def _take_steps(store: RunFolder, trajectories: list[Trajectory]) -> None:
+    """Each step's record, while it was asked with the earlier steps' replies the problem has now."""
+    steps = chain_steps(store)
+    files = [store.file(f"{CHAIN}{step}", StepRecord).done for step in steps]
+    for trajectory in trajectories:
+        for done in files:
+            record = done.get(trajectory.id)
+            if record is None or record.parent != step_parent(list(trajectory.steps.values())):
+                break
+            trajectory.steps[record.step] = record
 
 
 def _take_solve(trajectory: Trajectory, record: SolveRecord | None, source: FormulateRecord, round_: int) -> None:
@@ -116,7 +144,8 @@ def _read_recorded(stage_dir: Path, warnings: list[str], window: slice | None, o
     try:
         ids = list(dict.fromkeys([*store.file("evaluate", EvaluateRecord).done,
                                   *store.file("interpret", InterpretRecord).done,
-                                  *store.file("solve", SolveRecord).done, *store.file("formulate", FormulateRecord).done]))
+                                  *store.file("solve", SolveRecord).done, *store.file("formulate", FormulateRecord).done,
+                                  *(i for step in chain_steps(store) for i in store.file(f"{CHAIN}{step}", StepRecord).done)]))
         # The texts are the task's, which the reader may not have: a Problem here carries only its id.
         problems = [Problem(id=i, context="", question="") for i in (ids if window is None else ids[window])]
         trajectories = load_trajectories(store, problems)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core.errors import UsageError
-from ...core.records import DecisionRecord, FormulateRecord, Record, SolveRecord
+from ...core.records import DecisionRecord, FormulateRecord, Record, SolveRecord, StepRecord
 from ...core.trajectory import Trajectory
 from ...data import DatasetSpec, load_task_file
 from ...stages.store import find_runs, read_json, read_recorded
@@ -120,6 +120,9 @@ def _problem(dataset: str, trajectory: Trajectory, text: dict) -> dict:
             standing = history[-1]
     for before, after in zip(history, history[1:]):
         after["diff"] = _diff(before["program"], after["program"], before["round"], after["round"])
+    if trajectory.steps and trajectory.formulated is None:  # a chain of prompted steps: its replies are its rounds
+        history = [_step(number, record) for number, record in enumerate(trajectory.steps.values())]
+        standing = next((step for step in history if step["error"] is not None), history[-1])
     evaluated, interpreted = _dump(trajectory.evaluated), _dump(trajectory.interpreted)
     error = _first_error(evaluated, interpreted, standing)
     # Problem text: the dataset's, else whatever the records carry (older versions' fields included).
@@ -141,7 +144,7 @@ def _problem(dataset: str, trajectory: Trajectory, text: dict) -> dict:
         "executed": evaluated.get("executed", interpreted.get("executed")),
         "category": error.get("category") if error else None,
         "message": str(error.get("message", "")) if error else "",
-        "refinements": len(history) - 1,
+        "refinements": 0 if trajectory.steps and trajectory.formulated is None else len(history) - 1,
         "rounds": history,
         # The problem's model calls, every stage's, and what they cost at the run's prices (None: unknown).
         "tokens": evaluated.get("tokens"),
@@ -173,6 +176,25 @@ def _round(number: int, formulate: FormulateRecord | None, solve: SolveRecord | 
         "error": error if isinstance(error, dict) else None,
         "error_line": error_line(error if isinstance(error, dict) else None),
         "details": details,
+        "diff": [],
+    }
+
+
+def _step(number: int, record: StepRecord) -> dict:
+    """A chain's step as the page shows a round: its reply where a round has its program."""
+    dumped = _dump(record)
+    error = dumped.get("error")
+    return {
+        "round": number,
+        "title": f"step {record.step}",
+        "heading": "reply",
+        "program": record.reply,
+        "verdict": None,
+        "explanation": None,
+        "error": error if isinstance(error, dict) else None,
+        "error_line": None,
+        "details": {f"{record.step}.{key}": value for key, value in dumped.items()
+                    if key not in ("id", "reply", "error", "schema_version", "step")},
         "diff": [],
     }
 

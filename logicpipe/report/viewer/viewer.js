@@ -196,9 +196,12 @@
       round.error ? el("span", { class: "error-tag" }, " " + text(round.error.category)) : el("span", { class: "ok-tag" }, " executed")));
     if (round.diff && round.diff.length) section.append(el("h4", null, "changes from the previous round"), diffView(round.diff));
     if (round.error) section.append(el("div", { class: "error" }, text(round.error.category) + ": " + text(round.error.message)));
-    section.append(el("h4", null, round.title ? "goal" : "program"), programView(round.program, round.error_line));
-    section.append(field("verdict", round.verdict));
-    section.append(el("h4", null, "solver explanation"), explanationView(round.explanation));
+    // A chain's step (round.heading "reply") has the model's reply where a round has its program, and no solver.
+    section.append(el("h4", null, round.heading || (round.title ? "goal" : "program")), programView(round.program, round.error_line));
+    if (!round.heading) {
+      section.append(field("verdict", round.verdict));
+      section.append(el("h4", null, "solver explanation"), explanationView(round.explanation));
+    }
     const details = Object.fromEntries(Object.entries(round.details || {}).filter(([, v]) => !isEmpty(v)));
     if (Object.keys(details).length) {
       const fields = valueTree(details, "other record fields");
