@@ -708,12 +708,16 @@ def methods() -> None:
 
     from .data.methods import shipped
 
-    table = Table("method", "paper", "solver", "samples", "vote", "refinement", "backup", "reproduced here")
+    table = Table("method", "paper", "solver", "datasets", "samples", "vote", "refinement", "backup", "reproduced here")
     for spec in shipped().values():
-        solver = spec.solver if spec.baseline is None else f"none ({spec.baseline})"
-        solver = "the task's" if solver == "task" else solver
+        if spec.baseline == "chain":
+            solver = f"none (a chain of steps: {' → '.join(step.name for step in spec.steps)})"
+        elif spec.baseline is not None:
+            solver = f"none ({spec.baseline})"
+        else:
+            solver = f"{'the task' if spec.solver == 'task' else spec.solver}'s ({spec.syntax} syntax)"
         refinement = "none" if spec.refine == "none" else f"{spec.refine}, {spec.max_rounds} rounds"
-        table.add_row(spec.name, f"{spec.title}: {spec.citation}", f"{solver} ({spec.syntax} syntax)" if spec.baseline is None else solver,
+        table.add_row(spec.name, f"{spec.title}: {spec.citation}", solver, ", ".join(spec.datasets) or "any",
                       f"{spec.samples} at T={spec.temperature}", spec.vote, refinement, spec.backup, spec.reproduced)
     stdout.print(table)
 

@@ -102,3 +102,13 @@ def test_method_options_are_checked_before_anything_runs(tmp_path):
         done = cli(*args, "--task", task, "-o", str(out))
         assert done.returncode != 0 and message in done.stderr, (args, done.stderr)
         assert not out.exists()
+
+
+def test_logicpipe_methods_lists_every_shipped_method_with_its_chain_and_datasets():
+    done = cli("methods")
+    assert done.returncode == 0, done.stderr
+    rows = {line.split("│")[1].strip(): line for line in done.stdout.splitlines()
+            if line.startswith("│") and line.split("│")[1].strip()}
+    assert set(rows) == set(shipped())
+    assert "a chain of steps: translate → plan →" in rows["symbcot"]
+    assert "ar-lsat" in rows["satlm"] and "40 at T=0.7" in rows["cot-sc"] and "10 at T=0.8" in rows["linc"]
