@@ -27,7 +27,7 @@ from ..core.stagefile import StageFile
 RUN_FILE = "run.json"
 # Keys of run.json that say where a run's inputs lie (for `view` and `explain`): recorded as they are
 # now and never compared, so a moved task file or data folder resumes as it was.
-NOTES = ("task_file", "data_dir")
+NOTES = ("task_file", "data_dir", "method")
 LOCK_FILE = ".lock"
 
 R = TypeVar("R", bound=Record)

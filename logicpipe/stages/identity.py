@@ -126,6 +126,10 @@ def check_identity(ctx: RunContext, stages: list[str]) -> dict[str, Any]:
     used = data_folder(ctx.config)
     if used is not None:  # where `view` and `explain` find the problem texts (not part of identity)
         wanted["data_dir"] = used
+    if ctx.config.method is not None:  # which published method made the run (its options are what binds)
+        from ..data.methods import method_name
+
+        wanted["method"] = method_name(ctx.config.method)
     if ctx.config.other_formalism is not None:  # absent for the task's own, so older run.json files still match
         wanted["formalism"] = ctx.config.other_formalism
     if ctx.config.ids is not None:  # a chosen subset (an optimiser's minibatch): only that subset resumes here

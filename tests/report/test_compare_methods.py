@@ -152,6 +152,7 @@ def test_compare_runs_every_kind_of_method_side_by_side(data_dir, tmp_path):
     for name, folder in folders.items():
         mine, theirs = ({r["id"]: r["final"] for r in records(root / folder / "evaluate.jsonl")} for root in (out, alone))
         assert mine == theirs and len(mine) == 3, name
+        assert json.loads((out / folder / "run.json").read_text())["method"] == name
     assert rows["cot"][4] == "33.3" and rows["cot-sc"][4] == "66.7"  # the vote turned FOLIO_dev_1
     assert rows["symbcot"][4] == "100.0" and rows["symbcot"][1] == "–"  # the verifier's answers; no program
     # LINC's vote: Unknown wins FOLIO_dev_0, the True/False tie goes to True, FOLIO_dev_2 has none.
