@@ -11,13 +11,15 @@ from __future__ import annotations
 import json
 from functools import cache
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
 from ..core.errors import DataError, UsageError, did_you_mean
 
 _SHIPPED = Path(__file__).parent / "methods"
+# A prompt id names a template file in the package or a --prompts folder: a plain file name, no path.
+_PROMPT_ID = r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$"
 
 
 class Figure(BaseModel):
@@ -35,7 +37,7 @@ class Step(BaseModel):
     model_config = ConfigDict(extra="forbid")
     name: str = Field(pattern=r"^[a-z][a-z0-9_]*$")
     # A prompt id; `{dataset}` in it is replaced by the task's key (symbcot-{dataset}-plan).
-    prompt: str = Field(pattern=r"^[A-Za-z0-9_.{}-]+$")
+    prompt: str = Field(pattern=r"^[A-Za-z0-9_{][A-Za-z0-9_.{}-]*$")
     answers: bool = False  # whether its reply is read for the answer (the last that gives one is taken)
     # Stop sequences sent with its requests: the reply ends where the model writes one (SymbCoT sends
     # "------", its prompts' separator between examples).
@@ -55,7 +57,7 @@ class MethodSpec(BaseModel):
     # The datasets (task keys) the method has prompts for; empty: every dataset.
     datasets: list[str] = []
     # A solver method's own formulate prompt for each dataset (SatLM's, LINC's); empty: the task's own.
-    prompts: dict[str, str] = {}
+    prompts: dict[str, Annotated[str, Field(pattern=_PROMPT_ID)]] = {}
     # A solver-free method's chain of prompted steps (baseline "chain").
     steps: list[Step] = []
     samples: int = Field(default=1, ge=1, le=64)

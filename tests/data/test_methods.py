@@ -43,6 +43,10 @@ def test_a_method_is_named_or_a_checked_spec_file(tmp_path):
         load_method(str(path))
     path.write_text(json.dumps({**spec, "name": "mine", "samples": 3}))
     assert load_method(str(path)).samples == 3
+    # A prompt id is a template's file name, never a path out of the prompts folder.
+    path.write_text(json.dumps({**spec, "name": "mine", "prompts": {"folio": "../../secret"}}))
+    with pytest.raises(DataError, match="prompts.folio: String should match pattern"):
+        load_method(str(path))
 
 
 def _task(tmp_path):
