@@ -65,11 +65,13 @@ def program(dataset_file: str, data: Path, problem_id: str) -> str:
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into node ids
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (make test runs three workers), tests that share one costly session resource
-    stay on one worker: the Ray cluster, and the viewer's run (about 10 s to make) with the headless
-    browser that reads it."""
+    stay on one worker: the Ray cluster, the viewer's run (about 10 s to make) with the headless
+    browser that reads it, and the one `logicpipe reproduce` run of tests/report/test_reproduce.py."""
     for item in items:
         path = str(item.path)
         if "/tests/runtime/test_ray" in path:
             item.add_marker(pytest.mark.xdist_group("ray"))
         elif "/tests/report/viewer/" in path:
             item.add_marker(pytest.mark.xdist_group("viewer"))
+        elif "reproduced" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("reproduce"))
