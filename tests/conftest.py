@@ -39,6 +39,17 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("LOGICPIPE_DATA_URL", "http://127.0.0.1:9/unreachable")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache_for_fixtures(tmp_path_factory):
+    """The same for module and session fixtures, which pytest sets up before the one above: without it
+    test_gold_reference's runs wrote FOLIO's converted gold programs and their verdicts into
+    ~/.cache/logicpipe, and read them back in the next session."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LOGICPIPE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+        patch.setenv("LOGICPIPE_DATA_URL", "http://127.0.0.1:9/unreachable")
+        yield
+
+
 def ctrl_c_default() -> None:
     """Popen's preexec_fn for a child a test interrupts: SIGINT handled as Python does by default. A
     shell that starts the test run in the background (`make test &`) leaves SIGINT ignored, and an
