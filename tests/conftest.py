@@ -39,6 +39,17 @@ def _isolated_cache(tmp_path_factory, monkeypatch):
     monkeypatch.setenv("LOGICPIPE_DATA_URL", "http://127.0.0.1:9/unreachable")
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _isolated_cache_for_fixtures(tmp_path_factory):
+    """The same for module and session fixtures, which pytest sets up before the one above: without it
+    test_gold_reference's runs wrote FOLIO's converted gold programs and their verdicts into
+    ~/.cache/logicpipe, and read them back in the next session."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("LOGICPIPE_CACHE", str(tmp_path_factory.getbasetemp() / "cache"))
+        patch.setenv("LOGICPIPE_DATA_URL", "http://127.0.0.1:9/unreachable")
+        yield
+
+
 def ctrl_c_default() -> None:
     """Popen's preexec_fn for a child a test interrupts: SIGINT handled as Python does by default. A
     shell that starts the test run in the background (`make test &`) leaves SIGINT ignored, and an
@@ -65,11 +76,13 @@ def program(dataset_file: str, data: Path, problem_id: str) -> str:
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into node ids
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (make test runs three workers), tests that share one costly session resource
-    stay on one worker: the Ray cluster, and the viewer's run (about 10 s to make) with the headless
-    browser that reads it."""
+    stay on one worker: the Ray cluster, the viewer's run (about 10 s to make) with the headless
+    browser that reads it, and the one `logicpipe reproduce` run of tests/report/test_reproduce.py."""
     for item in items:
         path = str(item.path)
         if "/tests/runtime/test_ray" in path:
             item.add_marker(pytest.mark.xdist_group("ray"))
         elif "/tests/report/viewer/" in path:
             item.add_marker(pytest.mark.xdist_group("viewer"))
+        elif "reproduced" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.xdist_group("reproduce"))

@@ -164,33 +164,6 @@ def test_reproduce_offline_without_data_is_one_line_and_keeps_the_tables(tmp_pat
     assert [p.name for p in out.iterdir()] == ["table3.md"] and (out / "table3.md").read_text() == "earlier table\n"
 
 
-def test_reproduce_labels_each_file_and_prints_the_tables(data_dir, tmp_path):
-    done = cli("reproduce", "--out", str(tmp_path), "--limit", "2", "--data-dir", str(data_dir), "--workers", "2")
-    assert done.returncode == 0, done.stderr
-    assert "replaying ProntoQA, gpt-4: file 1 of 10 (ProntoQA_dev_gpt-4.json)" in done.stderr
-    assert "replaying AR-LSAT, text-davinci-003: file 10 of 10 (AR-LSAT_dev_text-davinci-003.json)" in done.stderr
-    assert "# Logic-LM Table 3 reproduced" in done.stdout and "# Logic-LM Table 2 reproduced" in done.stdout
-    # Table rows stay whole lines however narrow the terminal (the output is meant to be redirected).
-    table3 = (tmp_path / "table3.md").read_text()
-    assert table3 in done.stdout and (tmp_path / "table2.md").read_text() in done.stdout
-    assert (tmp_path / "logicbench.md").read_text() in done.stdout
-    assert ("| dataset | model | total | exe_rate_logiclm | exe_rate_logiclm_ci | paper_exe_rate | diff_exe_rate | "
-            "executed_logiclm | exe_acc_logiclm | exe_acc_logiclm_ci |") in table3
-
-
-def test_reproduce_with_another_limit_is_refused_naming_an_option_it_takes(data_dir, tmp_path):
-    args = ["reproduce", "--out", str(tmp_path), "--data-dir", str(data_dir), "--workers", "2"]
-    assert cli(*args, "--limit", "2").returncode == 0
-    refused = cli(*args, "--limit", "3")
-    assert refused.returncode == 2
-    line = next(line for line in refused.stderr.splitlines() if line.startswith("error: "))
-    assert "limit" in line and "--overwrite" in line  # the way out it names is an option of reproduce
-    done = cli(*args, "--limit", "3", "--overwrite")
-    assert done.returncode == 0, done.stderr
-    table = json.loads((tmp_path / "table3.json").read_text())
-    assert len(table) == 10 and all(row["total"] == 3 for row in table)
-
-
 def test_every_option_has_help_and_commands_list_only_what_they_use():
     import typer.core
     import typer.main

@@ -1,4 +1,5 @@
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,56 @@ pytestmark = logicbench_tests.pytestmark
 _datasets_env = logicbench_tests._datasets_env
 
 
-def test_reproduce_writes_both_tables_and_the_chart(data_dir, tmp_path):
+@pytest.fixture(scope="module")
+def reproduced(data_dir, tmp_path_factory):
+    """One `logicpipe reproduce --limit 2` through the CLI (about 6 s, half of it the LogicBench replays),
+    read by the tests that check what it prints and writes; a test that changes the folder works on a copy.
+    tests/conftest.py keeps the tests that use it on one pytest-xdist worker, so it runs once."""
+    out = tmp_path_factory.mktemp("reproduced")
+    # A module fixture runs before the autouse cache isolation: isolate the cache here.
+    env = {"LOGICPIPE_CACHE": str(out.parent / "reproduced-cache"), "LOGICPIPE_DATA_URL": "http://127.0.0.1:9/unreachable"}
+    done = cli("reproduce", "--out", str(out), "--limit", "2", "--data-dir", str(data_dir), "--workers", "2",
+               env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return done, out
+
+
+def lend_logicbench_replays(reproduced, out: Path) -> None:
+    """The shared run's LogicBench replays, copied into OUT: a test of the Logic-LM tables, which does not
+    read the LogicBench table, then resumes those runs (a fraction of a second) instead of making them anew
+    (3 s). The replays themselves are checked by the LogicBench test below, on the shared run."""
+    shutil.copytree(reproduced[1] / "replay" / "logicbench", out / "replay" / "logicbench", symlinks=True)
+
+
+def test_reproduce_labels_each_file_and_prints_the_tables(reproduced):
+    done, out = reproduced
+    assert "replaying ProntoQA, gpt-4: file 1 of 10 (ProntoQA_dev_gpt-4.json)" in done.stderr
+    assert "replaying AR-LSAT, text-davinci-003: file 10 of 10 (AR-LSAT_dev_text-davinci-003.json)" in done.stderr
+    assert "# Logic-LM Table 3 reproduced" in done.stdout and "# Logic-LM Table 2 reproduced" in done.stdout
+    # Table rows stay whole lines however narrow the terminal (the output is meant to be redirected).
+    table3 = (out / "table3.md").read_text()
+    assert table3 in done.stdout and (out / "table2.md").read_text() in done.stdout
+    assert (out / "logicbench.md").read_text() in done.stdout
+    assert ("| dataset | model | total | exe_rate_logiclm | exe_rate_logiclm_ci | paper_exe_rate | diff_exe_rate | "
+            "executed_logiclm | exe_acc_logiclm | exe_acc_logiclm_ci |") in table3
+
+
+def test_reproduce_with_another_limit_is_refused_naming_an_option_it_takes(data_dir, reproduced, tmp_path):
+    out = tmp_path / "results"
+    shutil.copytree(reproduced[1], out, symlinks=True)  # made with --limit 2
+    args = ["reproduce", "--out", str(out), "--data-dir", str(data_dir), "--workers", "2"]
+    refused = cli(*args, "--limit", "3")
+    assert refused.returncode == 2
+    line = next(line for line in refused.stderr.splitlines() if line.startswith("error: "))
+    assert "limit" in line and "--overwrite" in line  # the way out it names is an option of reproduce
+    done = cli(*args, "--limit", "3", "--overwrite")
+    assert done.returncode == 0, done.stderr
+    table = json.loads((out / "table3.json").read_text())
+    assert len(table) == 10 and all(row["total"] == 3 for row in table)
+
+
+def test_reproduce_writes_both_tables_and_the_chart(data_dir, reproduced, tmp_path):
+    lend_logicbench_replays(reproduced, tmp_path)
     labels = []
     result = reproduce(tmp_path, data_dir, workers=2, models=("gpt-4",), limit=12, label=labels.append)
     assert labels[0] == "ProntoQA, gpt-4: file 1 of 5 (ProntoQA_dev_gpt-4.json)"
@@ -68,10 +118,11 @@ def test_full_replays_do_not_regress(data_dir, tmp_path):
         "a full replay no longer gives the page's figures: run make reproduce, then scripts/docs_figures.py"
 
 
-def test_table2_baselines_come_from_a_configured_model(data_dir, tmp_path):
+def test_table2_baselines_come_from_a_configured_model(data_dir, reproduced, tmp_path):
     from logicpipe.stages import RunConfig
     from logicpipe.testing import FakeOpenAI, ScriptedReplies
 
+    lend_logicbench_replays(reproduced, tmp_path)
     answers = {}
     for name in ("FOLIO", "LogicalDeduction", "ProntoQA", "ProofWriter", "AR-LSAT"):
         for problem in json.loads((data_dir / "data" / name / "dev.json").read_text())[:4]:
@@ -86,14 +137,13 @@ def test_table2_baselines_come_from_a_configured_model(data_dir, tmp_path):
     assert table["folio"]["diff_cot"] == round(100.0 - 70.58, 2)
 
 
-def test_the_logicbench_table_replays_our_programs_and_counts_every_question_without_one(data_dir, tmp_path):
+def test_the_logicbench_table_replays_our_programs_and_counts_every_question_without_one(reproduced):
     """Through the CLI (`--limit` cuts the Logic-LM replays only): one row per programs file and logic type,
     each run over every question of the type; the figures are docs/reproduce.md's."""
-    done = cli("reproduce", "--out", str(tmp_path), "--limit", "1", "--data-dir", str(data_dir), timeout=600)
-    assert done.returncode == 0, done.stderr
+    done, out = reproduced
     assert "replaying LogicBench logicbench-bqa nm_logic through lp: bqa-lp.jsonl" in done.stderr
-    rows = json.loads((tmp_path / "logicbench.json").read_text())
-    table = (tmp_path / "logicbench.md").read_text()
+    rows = json.loads((out / "logicbench.json").read_text())
+    table = (out / "logicbench.md").read_text()
     assert "| logicbench-bqa | nm_logic | lp | bqa-lp.jsonl | 6 of 8 | 440 | 24 | 416 |" in table
     # MCQA's propositional and first-order rows (first-order hypothetical syllogism has no program).
     assert "| logicbench-mcqa | first_order_logic | asp | mcqa-pf-asp.jsonl | 8 of 9 | 180 | 24 | 156 |" in table
@@ -104,7 +154,7 @@ def test_the_logicbench_table_replays_our_programs_and_counts_every_question_wit
     for row in rows:
         written = [line for line in (LOGICBENCH_PROGRAMS / row["programs"]).read_text().splitlines()
                    if f'"id": "{row["logic"]}/' in line]
-        run_dir = tmp_path / "replay" / "logicbench" / Path(row["programs"]).stem / row["logic"] / row["task"]
+        run_dir = out / "replay" / "logicbench" / Path(row["programs"]).stem / row["logic"] / row["task"]
         evaluated = [json.loads(line) for line in (run_dir / "evaluate.jsonl").read_text().splitlines()]
         missing = sum((r["error"] or {}).get("category") == "no_program" for r in evaluated)
         # Every question of the type is in the run; those we wrote no program for are typed records.
@@ -114,7 +164,7 @@ def test_the_logicbench_table_replays_our_programs_and_counts_every_question_wit
         assert row["executed"] == row["correct"] == len(written), row
     from tests.docs.test_figures import docs_figures
 
-    assert docs_figures().figures(tmp_path)["logicbench"] == json.loads(docs_figures().GOLDEN.read_text())["logicbench"], \
+    assert docs_figures().figures(out)["logicbench"] == json.loads(docs_figures().GOLDEN.read_text())["logicbench"], \
         "a replay no longer gives docs/reproduce.md's LogicBench table: run make reproduce, then scripts/docs_figures.py"
 
 
