@@ -73,6 +73,11 @@ def program(dataset_file: str, data: Path, problem_id: str) -> str:
     raise KeyError(problem_id)
 
 
+def _module_scoped(item) -> bool:
+    info = getattr(item, "_fixtureinfo", None)
+    return info is not None and any(defs[-1].scope == "module" for defs in info.name2fixturedefs.values())
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into node ids
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (make test runs three workers), tests that share one costly session resource
@@ -86,3 +91,7 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("viewer"))
         elif "reproduced" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.xdist_group("reproduce"))
+        elif _module_scoped(item):
+            # A module's own runs (a fixture of module scope) are made once per worker that takes one of
+            # its tests: kept on one worker, they are made once (test_diff's took 4 s on each of three).
+            item.add_marker(pytest.mark.xdist_group(item.nodeid.split("::")[0]))

@@ -141,11 +141,17 @@ def test_compare_runs_every_kind_of_method_side_by_side(data_dir, tmp_path):
         assert sent["linc"] == 30 and sent["cot-sc"] == 120 and sent["cot"] == 3, sent
         assert sent["chain"] == 12 and sent["logic-lm"] >= 3, sent  # and a repair for a program that fails
         asked = len(fake.requests)
+        # Each method alone, through the API (the CLI's own path is the test above).
+        from logicpipe.data.methods import load_method
+        from logicpipe.stages import RunConfig
+        from logicpipe.stages.methods import run_method
+
         for name in methods:
-            command = "run" if name in ("logic-lm", "linc") else "baseline"
-            where = alone / name if command == "run" else alone
-            each = cli(command, "--method", name, "--out", str(where), *common, *(["-w", "2"] if command == "run" else []))
-            assert each.returncode == 0, (name, each.stderr)
+            spec = load_method(name)
+            config = RunConfig(dataset="folio", data_dir=data_dir, model="scripted", base_url=fake.url,
+                               ids=["FOLIO_dev_0", "FOLIO_dev_1", "FOLIO_dev_2"], llm_cache=tmp_path / "cache.sqlite",
+                               out=alone / name if spec.baseline is None else alone, workers=2)
+            assert run_method(config, spec).metrics["total"] == 3, name
         assert len(fake.requests) == asked
     rows, pairs = _rows(out, "folio")
     assert list(rows) == methods and len(pairs) == 10
