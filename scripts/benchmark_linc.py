@@ -62,6 +62,7 @@ def main() -> None:
         done = subprocess.run([args.nltk_python, "-c", _LINC_SIDE, str(args.linc_utils), str(release.raw)],
                               capture_output=True, text=True, env=env, check=True)
         theirs = json.loads(done.stdout.splitlines()[-1])
+        _check_ran(theirs["verdicts"], release.stem)
         published = release.verdicts()
         pairs = [(a, b) for x, y in zip(theirs["verdicts"], published) for a, b in zip(x, y)]
         with tempfile.TemporaryDirectory() as folder:
@@ -72,6 +73,15 @@ def main() -> None:
               f"{theirs['seconds'] / ours:7.1f}x {sum(a == b for a, b in pairs):>14}/{len(pairs)}")
     print(f"(LINC's code runs one sample after another, as LINC does; logicpipe on {args.workers} solver workers; "
           "logicpipe's time includes writing the run folder)", file=sys.stderr)
+
+
+def _check_ran(verdicts: list[list[str]], stem: str) -> None:
+    """LINC's code turns any exception into Error, so NLTK refusing to run Prover9 (a binary on an
+    untrusted path, such as under /tmp) reads as a fast run of errors: stop rather than time that."""
+    every = [v for samples in verdicts for v in samples]
+    if every and sum(v == "Error" for v in every) > len(every) // 2:
+        sys.exit(f"{stem}: LINC's code gave Error on most samples: check that NLTK runs Prover9 from "
+                 "--prover9-dir (a folder only you can write, none of its parents world-writable)")
 
 
 if __name__ == "__main__":

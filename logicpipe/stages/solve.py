@@ -92,6 +92,7 @@ def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int,
     expected: dict[str, int] = {}
     shas: dict[str, str] = {}
     by_id: dict[str, Trajectory] = {}
+    copies: dict[str, list[int]] = {}  # per problem, each sample's first sample with the same program
 
     def write(trajectory: Trajectory, record: SolveRecord) -> None:
         nonlocal done
@@ -110,14 +111,19 @@ def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int,
             error = source.error or StageError(category=ErrorCategory.no_program, message="empty program")
             write(trajectory, SolveRecord(id=trajectory.id, error=error, program=sha, **base))
             return []
-        expected[trajectory.id], shas[trajectory.id], by_id[trajectory.id] = len(programs), sha, trajectory
+        # Samples that wrote the same program (LINC's ten often repeat) are solved once: the same text
+        # under the same limits gives the same verdict, and a search that runs to its limit is not run
+        # again for each copy.
+        first: dict[str, int] = {}
+        copies[trajectory.id] = [first.setdefault(text, index) for index, text in enumerate(programs)]
+        expected[trajectory.id], shas[trajectory.id], by_id[trajectory.id] = len(first), sha, trajectory
         payload: dict[str, Any] = {"solver": ctx.task.solver,
                                    "limits": {"seconds": timeout, "memory_mb": ctx.config.memory_mb}}
         if ctx.config.strict:  # only Logic-LM's grammar: a program needing another leniency is a parse error
             payload["strict"] = True
         # The hard bound leaves the solver's own limit room to report a clean timeout first.
         return [SolverCall(f"{trajectory.id}\x1f{index}", {**payload, "program": text}, timeout * 1.5 + 5)
-                for index, text in enumerate(programs)]
+                for text, index in first.items()]
 
     fetch: Fetch | None
     if arrivals is not None:
@@ -133,11 +139,22 @@ def solve_round(ctx: RunContext, trajectories: list[Trajectory], round_: int,
             record = solve_record(outcome, identifier, shas[identifier], base, finished.node)
             results.setdefault(identifier, {})[int(number)] = record
             if len(results[identifier]) == expected[identifier]:
-                samples = results.pop(identifier)
-                write(by_id[identifier], vote([samples[i] for i in range(len(samples))]))
+                solved, same = results.pop(identifier), copies.pop(identifier)
+                record = vote(_samples(solved, same))
+                if len(same) > 1:  # the distinct programs among the samples, each solved once
+                    record = record.model_copy(update={"explanation": {**(record.explanation or {}),
+                                                                       "distinct_programs": len(solved)}})
+                write(by_id[identifier], record)
     inputs = [t for t in trajectories if t.source(round_) is not None]
     stage.finish([t.id for t in inputs])
     return StageReport(name, len(inputs), done, time.monotonic() - start)
+
+
+def _samples(solved: dict[int, SolveRecord], copies: list[int]) -> list[SolveRecord]:
+    """Every sample's record, in sample order: a repeated program's is its first sample's, with no time
+    of its own (it was not solved again)."""
+    return [solved[first] if first == index else solved[first].model_copy(update={"seconds": 0.0})
+            for index, first in enumerate(copies)]
 
 
 def _due(trajectory: Trajectory, round_: int) -> bool:

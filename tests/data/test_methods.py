@@ -75,6 +75,9 @@ def test_run_with_method_linc_votes_over_the_samples_as_linc_does(tmp_path):
     # LINC's rule, written out: Counter.most_common over the samples that gave a verdict
     assert solved["p1"]["explanation"]["votes"] == ["True", "False", "True"]
     assert solved["p2"]["explanation"]["votes"] == ["parse", "False", "Unknown", "False"]
+    # A program that two samples wrote is solved once, and counts in the vote for each.
+    assert solved["p1"]["explanation"]["distinct_programs"] == 2
+    assert solved["p2"]["explanation"]["distinct_programs"] == 3
     for record in (solved["p1"], solved["p2"]):
         kept = [v for v in record["explanation"]["votes"] if v in ("True", "False", "Unknown")]
         assert record["verdict"] == Counter(kept).most_common(1)[0][0]
