@@ -17,11 +17,12 @@ export LOGICPIPE_LINC ?= $(if $(wildcard ../shared/linc/outputs),$(abspath ../sh
 setup:
 	bash scripts/setup.sh
 
-# Three pytest workers (pytest-xdist) on two cores: most tests wait on solver subprocesses, servers and
-# the CLI, so a third keeps the cores busy (the suite took 300 s with three and 287 s with four on one
-# idle 2-core machine; user CPU was the same); tests sharing the Ray cluster or the viewer's run stay on
-# one worker (tests/conftest.py).
-TEST_WORKERS ?= 3
+# Four pytest workers (pytest-xdist) on two cores: most tests wait on solver subprocesses, servers, batch
+# polls and the CLI, so workers beyond the cores keep them busy. On an idle 2-core machine with a fresh
+# cache the suite took 292-305 s with three and 289 s with four (and 287 against 300 s a session before);
+# user CPU was the same. Tests sharing the Ray cluster, the viewer's run, the one reproduce run or a
+# module's own runs stay on one worker (tests/conftest.py).
+TEST_WORKERS ?= 4
 
 test: setup
 	$(PY) -m pytest -q -n $(TEST_WORKERS) --dist loadgroup
