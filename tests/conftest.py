@@ -80,9 +80,10 @@ def _module_scoped(item) -> bool:
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups into node ids
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (make test runs three workers), tests that share one costly session resource
+    """Under pytest-xdist (make test runs four workers), tests that share one costly session resource
     stay on one worker: the Ray cluster, the viewer's run (about 10 s to make) with the headless
-    browser that reads it, and the one `logicpipe reproduce` run of tests/report/test_reproduce.py."""
+    browser that reads it, the one `logicpipe reproduce` run of tests/report/test_reproduce.py, and a
+    module's own runs (a fixture of module scope)."""
     for item in items:
         path = str(item.path)
         if "/tests/runtime/test_ray" in path:
