@@ -157,6 +157,21 @@ def test_a_revision_replaces_the_program_only_if_it_wins(data_dir, tmp_path):
     assert {f.name: f.read_bytes() for f in stage_dir.iterdir()} == before
 
 
+def test_method_logic_lm_pp_is_this_refinement_end_to_end(data_dir, tmp_path):
+    """`--method logic-lm-pp` sets semantic refinement (3 rounds) and Logic-LM's random backup: the same
+    decisions, the wrong revision of the second problem rejected and its program kept."""
+    scenario = Scenario(data_dir)
+    with FakeOpenAI(scenario) as fake:
+        done = cli("run", "--method", "logic-lm-pp", "-d", "logicaldeduction", "--data-dir", str(data_dir), "--out",
+                   str(tmp_path), "--model", "m", "--base-url", fake.url, "--llm-timeout", "20", "--max-retries", "0",
+                   "--limit", "5")
+        assert done.returncode == 0, done.stderr
+    check_outcomes(scenario, tmp_path / "logicaldeduction")
+    recorded = json.loads((tmp_path / "logicaldeduction" / "run.json").read_text())
+    assert recorded["method"] == "logic-lm-pp" and recorded["stages"]["refine"]["max_rounds"] == 3
+    assert recorded["stages"]["interpret"]["backup"] == "random"
+
+
 @pytest.mark.slow  # kill-and-resume is also covered by tests/test_cli.py
 def test_a_run_killed_during_a_comparison_resumes_without_redoing_anything_recorded(data_dir, tmp_path):
     scenario = Scenario(data_dir)
