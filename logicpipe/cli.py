@@ -388,12 +388,10 @@ def baseline(config: RunConfig, mode: str, method: Optional[str] = None) -> None
     mode = chosen or mode
 
     if config.epochs > 1:
-        from .data.methods import method_name
+        from .stages.runner import baseline_folder
 
-        # Where each epoch's baseline lies: OUT/baseline-<method>/ for a method's (a chain's included).
         return _epochs(config, lambda each, update: run_baseline(each, mode, update),
-                       lambda each: each.out / f"baseline-{method_name(each.method) if each.method else mode}"
-                       / each.spec.key)
+                       lambda each: each.out / baseline_folder(each, mode) / each.spec.key)
     bar, update = _progress()
     with bar:
         report = run_baseline(config, mode, update)

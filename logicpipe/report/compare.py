@@ -77,9 +77,7 @@ class Arm:
 
     @property
     def folder(self) -> Path:
-        if self.method is not None:
-            return folder_of(self.method, self.config.out, self.config.spec.key)
-        return self.config.stage_dir
+        return folder_of(self.config)
 
     def run(self, config: RunConfig, progress: Progress, gate: Gate | None) -> object:
         if self.method is not None:
@@ -127,11 +125,6 @@ def method_arms(config: RunConfig, methods: list[MethodSpec]) -> list[Arm]:
             raise UsageError(f"method '{spec.name}' answers with a model: give --model")
         arms.append(Arm(spec.name, each, spec))
     return arms
-
-
-def compare(config: RunConfig, formalisms: list[str], progress: Progress = quiet) -> list[Row]:
-    """Each formalism through Logic-LM's pipeline (compare_arms)."""
-    return compare_arms(config, formalism_arms(config, formalisms), progress)
 
 
 def compare_arms(config: RunConfig, arms: list[Arm], progress: Progress = quiet) -> list[Row]:

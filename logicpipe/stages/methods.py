@@ -9,10 +9,10 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..core.errors import UsageError
-from ..data.methods import MethodSpec
+from ..data.methods import MethodSpec, load_method
 from .config import STAGES, RunConfig, invalid_options
 from .context import Gate, Progress, quiet
-from .runner import RunReport, baseline, run_stages
+from .runner import RunReport, baseline, baseline_folder, run_stages
 
 
 def configure(config: RunConfig, spec: MethodSpec, command: str | None = None) -> RunConfig:
@@ -58,6 +58,8 @@ def run_method(config: RunConfig, spec: MethodSpec, progress: Progress = quiet, 
     return run_stages(config, list(STAGES), progress, gate)
 
 
-def folder_of(spec: MethodSpec, out: Path, dataset: str) -> Path:
-    """Where the method's run of `dataset` lies under `out` (a baseline's in OUT/baseline-<method>/)."""
-    return (out / f"baseline-{spec.name}" if spec.baseline is not None else out) / dataset
+def folder_of(config: RunConfig) -> Path:
+    """Where a configured method's run lies: its dataset folder, under OUT/baseline-<method>/ for a
+    method without a solver (where `baseline` writes)."""
+    mode = load_method(config.method).baseline if config.method is not None else None
+    return config.stage_dir if mode is None else config.out / baseline_folder(config, mode) / config.spec.key

@@ -395,6 +395,12 @@ def run(config: RunConfig, progress: Progress = quiet) -> RunReport:
     return run_stages(config, list(PIPELINE), progress)
 
 
+def baseline_folder(config: RunConfig, mode: str) -> str:
+    """The folder under OUT a baseline writes its dataset folder in: baseline-<method> for a method's
+    (`baseline-cot` for cot), else baseline-<mode>."""
+    return f"baseline-{method_name(config.method) if config.method else mode}"
+
+
 def baseline(config: RunConfig, mode: str, progress: Progress = quiet, gate: Gate | None = None) -> RunReport:
     """The paper's Standard or CoT row: the model answers directly, scored by the same evaluator; or
     (mode "chain") a method's chain of prompted steps (chain.py), whose steps the `--method` spec names.
@@ -408,8 +414,8 @@ def baseline(config: RunConfig, mode: str, progress: Progress = quiet, gate: Gat
         from . import chain
 
         chain.steps_of(config)  # a chain without --method: one line, before any folder is made
-    folder = f"baseline-{method_name(config.method) if config.method else mode}"
-    config = config.model_copy(update={"out": config.out / folder, "backup": "none", "programs": None})
+    config = config.model_copy(update={"out": config.out / baseline_folder(config, mode), "backup": "none",
+                                       "programs": None})
     ctx, problems = open_context(config, [mode], progress, gate=gate)
     api_key(config.base_url)
     if mode == "chain":
