@@ -96,7 +96,9 @@ def _reason(program: str) -> str:
         result = solver.execute(solver.parse(program), Limits(seconds=10))
     except LogicPipeError as exc:
         return f"{type(exc).__name__}: {exc}"
-    return result.no_answer or f"verdict {result.verdict}"
+    tried = (result.explanation or {}).get("attempts") or {}
+    return result.no_answer or f"verdict {result.verdict}" + (
+        f" ({', '.join(f'{target}: {how}' for target, how in tried.items())})" if tried else "")
 
 
 def reproduce_linc(out: Path, data_dir: Path | None = None, workers: int = 2, progress: Progress = quiet,

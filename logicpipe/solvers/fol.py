@@ -3,8 +3,10 @@
 Program: `Predicates:` (declarations), `Premises:`, `Conclusion:`, each formula optionally followed by
 `::: text`. Verdict as in Logic-LM: conclusion proved -> True, negation proved -> False, else Unknown;
 unlike Logic-LM, a prover that runs out of time is a timeout, not Unknown, and premises that contradict
-each other give no answer instead of proving every option. The three searches (conclusion, negation,
-contradiction from the premises alone) run side by side.
+each other give no answer instead of proving every option. First a small finite world is sought where
+the premises hold and the conclusion (or its negation) fails (fol_worlds): one shows that target
+unprovable and the premises consistent. Then Prover9's searches that are still needed (conclusion,
+negation, and without a world a contradiction from the premises alone) run side by side.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from ..core.errors import ProgramExecutionError, ProgramParseError, SolverTimeout
 from .base import Limits, SolverResult
 from .fol_parser import RULES, Bin, Const, Eq, Func, Not, Pred, Quant, Var, parse_formula
+from .fol_worlds import FOUND, counter_worlds
 from .nltk_syntax import is_linc_program, linc_program
 from .prover9 import Search, Searches, error_message, prover9_path
 from .sections import walk_sections
@@ -25,6 +28,12 @@ SECTIONS = ("Predicates", "Premises", "Conclusion")
 MAX_PROGRAM_CHARS = 200_000
 # A Logic-LM section heading; a program with none but with `FOL:` lines is in LINC's syntax (nltk_syntax).
 _SECTION_LINE = re.compile(r"^\s*(Predicates|Premises|Conclusions?)\s*:", re.M | re.I)
+# A target with a counter-model, or whose Prover9 search ran out of clauses, is unprovable; either also
+# shows the premises consistent.
+COUNTER_MODEL = "counter-model"
+UNPROVABLE = {COUNTER_MODEL, "exhausted"}
+# The world search's grounding bound inside a solver call (fol_worlds.MAX_GROUND is for offline checks).
+WORLD_GROUND = 50_000
 
 
 @dataclass
@@ -134,25 +143,35 @@ class FOLSolver:
     def execute(self, program: FOLProgram, limits: Limits) -> SolverResult:
         assert program.conclusion is not None
         names = _Names()
-        premises = [to_prover9(formula, names) for formula, _ in program.premises]
-        goal = to_prover9(program.conclusion[0], names)
-        negation = f"-({goal})" if program.negation is None else to_prover9(program.negation, names)
+        premises = [formula for formula, _ in program.premises]
+        targets = {"conclusion": program.conclusion[0],
+                   "negation": Not(program.conclusion[0]) if program.negation is None else program.negation}
         seconds = max(1, int(limits.seconds / 2))
-        megs = max(50, limits.memory_mb // 4)  # three searches share the worker's memory
-        inputs = {label: _input(premises, target, seconds, megs)
-                  for label, target in (("conclusion", goal), ("negation", negation), ("contradiction", None))}
+        # A small world where the premises hold and a target fails shows at once what Prover9 shows only by
+        # exhausting its search, often not within the limit: that the target is unprovable, and that the
+        # premises are consistent, so a proof of the other target is the answer.
+        worlds = counter_worlds(premises, targets, limits.seconds / 4, max_ground=WORLD_GROUND)
+        status = {label: COUNTER_MODEL for label, found in worlds.items() if found == FOUND}
+        outcome = _decide(status, complete=len(status) == 2)
         found: dict[str, Search] = {}
-        outcome = None
-        with Searches(inputs, seconds) as searches:
-            for search in searches:
-                if search.status == "error":
-                    raise ProgramExecutionError(f"Prover9 rejected the input: {error_message(search)}")
-                found[search.label] = search
-                outcome = _decide({label: s.status for label, s in found.items()}, len(found) == len(inputs))
-                if outcome is not None:
-                    break
+        if outcome is None:
+            assumptions = [to_prover9(formula, names) for formula in premises]
+            megs = max(50, limits.memory_mb // 4)  # up to three searches share the worker's memory
+            inputs = {label: _input(assumptions, to_prover9(target, names), seconds, megs)
+                      for label, target in targets.items() if label not in status}
+            if not status:  # no world found: a contradiction from the premises alone is still possible
+                inputs["contradiction"] = _input(assumptions, None, seconds, megs)
+            with Searches(inputs, seconds) as searches:
+                for search in searches:
+                    if search.status == "error":
+                        raise ProgramExecutionError(f"Prover9 rejected the input: {error_message(search)}")
+                    found[search.label] = search
+                    status[search.label] = search.status
+                    outcome = _decide(status, len(found) == len(inputs))
+                    if outcome is not None:
+                        break
         assert outcome is not None
-        result = _result(outcome, found, names, seconds)
+        result = _result(outcome, status, found, names, seconds)
         if program.notes:
             result.explanation = {**(result.explanation or {}), "ignored": program.notes}
         return result
@@ -172,15 +191,16 @@ def _input(premises: list[str], goal: str | None, seconds: int, megs: int) -> st
 
 def _decide(status: dict[str, str], complete: bool) -> str | None:
     """The outcome once the searches finished so far settle it, else None. A proof of the conclusion
-    (or its negation) counts only once the premises are known to be consistent, which any exhausted
-    search shows; waiting for that keeps the outcome independent of which search finishes first."""
+    (or its negation) counts only once the premises are known to be consistent, which a counter-model or
+    an exhausted search shows; waiting for that keeps the outcome independent of which search finishes
+    first."""
     if status.get("contradiction") == "proved":
         return "inconsistent"
-    consistent = "exhausted" in status.values()
+    consistent = bool(UNPROVABLE & set(status.values()))
     for label, verdict in (("conclusion", "True"), ("negation", "False")):
         if status.get(label) == "proved" and consistent:
             return verdict
-    if status.get("conclusion") == status.get("negation") == "exhausted":
+    if status.get("conclusion") in UNPROVABLE and status.get("negation") in UNPROVABLE:
         return "Unknown"
     if not complete:
         return None
@@ -192,13 +212,13 @@ def _decide(status: dict[str, str], complete: bool) -> str | None:
     return "timeout"
 
 
-def _result(outcome: str, found: dict[str, Search], names: _Names, seconds: int) -> SolverResult:
-    status = {label: search.status for label, search in found.items()}
+def _result(outcome: str, status: dict[str, str], found: dict[str, Search], names: _Names,
+            seconds: int) -> SolverResult:
     if outcome == "timeout":
         raise SolverTimeout(f"Prover9 reached its {seconds} s limit without deciding (conclusion: "
                             f"{status['conclusion']}, negation: {status['negation']})")
     if outcome == "Unknown":
-        return SolverResult("Unknown", {"attempts": {"conclusion": "exhausted", "negation": "exhausted"}})
+        return SolverResult("Unknown", {"attempts": {label: status[label] for label in ("conclusion", "negation")}})
     if outcome == "inconsistent":
         if status.get("contradiction") == "proved":
             return SolverResult(None, {"proof": _proof_text(found["contradiction"].output, names)},
@@ -212,7 +232,7 @@ def _result(outcome: str, found: dict[str, Search], names: _Names, seconds: int)
     label = "conclusion" if outcome == "True" else "negation"
     explanation: dict[str, Any] = {"proof": _proof_text(found[label].output, names), "proved": label,
                                    "attempts": {label: "proved"}}
-    if "exhausted" in status.values():
+    if UNPROVABLE & set(status.values()):
         explanation["premises"] = "consistent"
     else:
         explanation["limit"] = (f"the premises' consistency is unchecked: the other searches hit their "

@@ -74,7 +74,8 @@ def test_verdicts(conclusion, verdict, proved):
     assert out.verdict == verdict
     explanation = out.explanation
     if proved is None:
-        assert explanation == {"attempts": {"conclusion": "exhausted", "negation": "exhausted"}}
+        # A world of Socrates and Zeus where Zeus is a god shows both unprovable, before any search.
+        assert explanation == {"attempts": {"conclusion": "counter-model", "negation": "counter-model"}}
     else:
         assert explanation["proved"] == proved and explanation["attempts"] == {proved: "proved"}
         assert explanation["premises"] == "consistent"
@@ -192,6 +193,11 @@ def test_inconsistent_premises_give_no_answer():
     ({"conclusion": "limit", "negation": "limit", "contradiction": "limit"}, True, "timeout"),
     ({"conclusion": "proved", "negation": "limit", "contradiction": "limit"}, True, "True"),
     ({"conclusion": "proved", "negation": "proved", "contradiction": "limit"}, True, "inconsistent"),
+    ({"conclusion": "proved", "negation": "counter-model"}, False, "True"),  # a world shows them consistent
+    ({"negation": "proved", "conclusion": "counter-model"}, False, "False"),
+    ({"conclusion": "counter-model", "negation": "counter-model"}, False, "Unknown"),
+    ({"conclusion": "counter-model", "negation": "exhausted"}, False, "Unknown"),
+    ({"conclusion": "counter-model", "negation": "limit"}, True, "timeout"),
 ])
 def test_decision_waits_for_what_settles_the_outcome(status, complete, outcome):
     assert _decide(status, complete) == outcome

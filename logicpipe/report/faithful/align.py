@@ -16,7 +16,8 @@ from collections.abc import Callable
 from difflib import SequenceMatcher
 from typing import Any
 
-from .logic import constants, predicates
+from ...solvers.fol_worlds import constants
+from .logic import predicates
 
 # Sentences closer than this (difflib ratio on normalised text) stand for the same premise.
 SENTENCE_MATCH = 0.6

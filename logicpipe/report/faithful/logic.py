@@ -16,40 +16,14 @@ from typing import Any
 
 from ...solvers.fol import _input, _Names, to_prover9
 from ...solvers.fol_parser import Bin, Const, Eq, Func, Not, Pred, Quant, Var
+from ...solvers.fol_worlds import walk, world
 from ...solvers.prover9 import Searches
 
 YES, NO, UNKNOWN = "yes", "no", "unknown"
-# Extra elements beyond one per constant that the counter-model search tries, smallest world first.
-EXTRA_ELEMENTS = (0, 1, 2)
-# A grounded query larger than this (atoms and connectives) is left to Prover9 alone.
-MAX_GROUND = 200_000
-# Z3's resource units per world size searched: a FOLIO query takes a few thousand.
-RLIMIT = 5_000_000
-
-
-def walk(node: Any) -> Iterable[Any]:
-    stack = [node]
-    while stack:
-        node = stack.pop()
-        yield node
-        if isinstance(node, (Not, Quant)):
-            stack.append(node.body)
-        elif isinstance(node, (Bin, Eq)):
-            stack += [node.left, node.right]
-        elif isinstance(node, (Pred, Func)):
-            stack += list(node.args)
 
 
 def predicates(node: Any) -> set[tuple[str, int]]:
     return {(n.name, len(n.args)) for n in walk(node) if isinstance(n, Pred)}
-
-
-def constants(node: Any) -> set[str]:
-    return {n.name for n in walk(node) if isinstance(n, Const)}
-
-
-def has_functions(node: Any) -> bool:
-    return any(isinstance(n, Func) for n in walk(node))
 
 
 def rename(node: Any, preds: dict[tuple[str, int], str], consts: dict[str, str]) -> Any:
@@ -101,87 +75,16 @@ class Verdict:
 # ---- the counter-model search -------------------------------------------------------------------------
 
 
-class _TooLarge(Exception):
-    pass
-
-
-def _ground(node: Any, env: dict[str, int], elements: list[str], z3: Any, atoms: dict[str, Any],
-            budget: list[int], ctx: Any = None) -> Any:
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise _TooLarge
-    if isinstance(node, Pred):
-        key = node.name + (f"({', '.join(elements[_element(a, env, elements)] for a in node.args)})" if node.args else "")
-        if key not in atoms:
-            atoms[key] = z3.Bool(key, ctx)
-        return atoms[key]
-    if isinstance(node, Eq):
-        return z3.BoolVal(_element(node.left, env, elements) == _element(node.right, env, elements), ctx)
-    if isinstance(node, Not):
-        return z3.Not(_ground(node.body, env, elements, z3, atoms, budget, ctx))
-    if isinstance(node, Quant):
-        parts = [_ground(node.body, {**env, node.var: i}, elements, z3, atoms, budget, ctx) for i in range(len(elements))]
-        return z3.And(parts) if node.kind == "all" else z3.Or(parts)
-    if isinstance(node, Bin):
-        left = _ground(node.left, env, elements, z3, atoms, budget, ctx)
-        right = _ground(node.right, env, elements, z3, atoms, budget, ctx)
-        return {"and": z3.And, "or": z3.Or, "xor": z3.Xor, "imp": z3.Implies, "iff": lambda a, b: a == b}[node.op](left, right)
-    raise TypeError(node)
-
-
-def _element(term: Any, env: dict[str, int], elements: list[str]) -> int:
-    if isinstance(term, Var):
-        if term.name not in env:  # free variables are quantified by the parser; never here
-            raise _TooLarge
-        return env[term.name]
-    return elements.index(term.name)
-
-
 def countermodel(premises: list[Any], goal: Any, seconds: float) -> dict | None:
     """A finite world where every premise holds and the goal does not, in plain terms, or None when none
-    of the sizes tried has one (which proves nothing). Constants name distinct things: any world found is
-    a real counter-model, though a world where two constants name one thing is not searched."""
+    of the sizes tried has one (which proves nothing)."""
     return search(premises, goal, seconds, fresh=True)[1]
 
 
 def search(premises: list[Any], goal: Any, seconds: float, fresh: bool = False) -> tuple[str, dict | None]:
-    """("found", the world), ("none", None) when every size tried has none, or ("undecided", None) when a
-    size was too large to ground or Z3 hit its limit. Z3 is bounded by a resource count (RLIMIT), which
-    is deterministic, so the same query gets the same answer on a loaded machine; wall time is only the
-    backstop. `fresh`: in a Z3 context of its own (5 ms more), so that the world found, which is shown,
-    depends on the query alone and not on the searches made before it in this process; whether one
-    exists does not need it."""
-    import z3
-
-    formulas = [*premises, goal]
-    if any(has_functions(f) for f in formulas):
-        return "undecided", None
-    names = sorted(set().union(*(constants(f) for f in formulas)))
-    outcome = "none"
-    for extra in EXTRA_ELEMENTS:
-        if not names and extra == 0:
-            continue
-        elements = names + [f"#{i + 1}" for i in range(extra)]
-        atoms: dict[str, Any] = {}
-        budget = [MAX_GROUND]
-        ctx = z3.Context() if fresh else None
-        try:
-            grounded = [_ground(f, {}, elements, z3, atoms, budget, ctx) for f in premises]
-            negated = z3.Not(_ground(goal, {}, elements, z3, atoms, budget, ctx))
-        except _TooLarge:
-            return "undecided", None
-        solver = z3.Solver(ctx=ctx)
-        solver.set("rlimit", RLIMIT)
-        solver.set("timeout", max(1, int(seconds * 1000)))
-        solver.add(*grounded, negated)
-        answer = solver.check()
-        if answer == z3.sat:
-            model = solver.model()
-            true = sorted(k for k, v in atoms.items() if z3.is_true(model.eval(v, model_completion=True)))
-            return "found", {"things": elements, "true": true, "false": sorted(set(atoms) - set(true))}
-        if answer != z3.unsat:
-            outcome = "undecided"
-    return outcome, None
+    """("found", the world), ("none", None) when every size tried has none, or ("undecided", None):
+    solvers/fol_worlds.py's search for a world where the premises hold and the goal does not."""
+    return world([*premises, Not(goal)], seconds, fresh=fresh)
 
 
 def plain(model: dict) -> str:
