@@ -58,15 +58,16 @@ class _Grounding:
     def __init__(self, elements: list[str], budget: int):
         self.elements = elements
         self.budget = budget
-        self.atoms: dict[str, str] = {}  # "P(a, #1)" -> "a0"
+        # (predicate, places of its arguments in `elements`) -> "a0"; a tuple, so that no two atoms
+        # share a key whatever their names hold
+        self.atoms: dict[tuple[str, tuple[int, ...]], str] = {}
 
     def __call__(self, node: Any, env: dict[str, int]) -> str:
         self.budget -= 1
         if self.budget < 0:
             raise _TooLarge
         if isinstance(node, Pred):
-            key = node.name + (f"({', '.join(self.elements[self._element(a, env)] for a in node.args)})"
-                               if node.args else "")
+            key = (node.name, tuple(self._element(a, env) for a in node.args))
             return self.atoms.setdefault(key, f"a{len(self.atoms)}")
         if isinstance(node, Eq):
             return "true" if self._element(node.left, env) == self._element(node.right, env) else "false"
@@ -86,6 +87,11 @@ class _Grounding:
                 raise _TooLarge
             return env[term.name]
         return self.elements.index(term.name)
+
+    def shown(self, key: tuple[str, tuple[int, ...]]) -> str:
+        """An atom as a world shows it: `P(a, #1)`."""
+        name, places = key
+        return name + (f"({', '.join(self.elements[i] for i in places)})" if places else "")
 
     def declarations(self) -> str:
         return "".join(f"(declare-const {name} Bool)" for name in self.atoms.values())
@@ -143,9 +149,10 @@ def world(formulas: list[Any], seconds: float, fresh: bool = False,
         answer = solver.check()
         if answer == z3.sat:
             model = solver.model()
-            true = sorted(key for key, name in ground.atoms.items()
-                          if z3.is_true(model.eval(z3.Bool(name, ctx), model_completion=True)))
-            return FOUND, {"things": elements, "true": true, "false": sorted(set(ground.atoms) - set(true))}
+            holds = {ground.shown(key): z3.is_true(model.eval(z3.Bool(name, ctx), model_completion=True))
+                     for key, name in ground.atoms.items()}
+            return FOUND, {"things": elements, "true": sorted(k for k, v in holds.items() if v),
+                           "false": sorted(k for k, v in holds.items() if not v)}
         if answer != z3.unsat:
             outcome = UNDECIDED
     return outcome, None
