@@ -215,8 +215,8 @@ def _decide(status: dict[str, str], complete: bool) -> str | None:
 def _result(outcome: str, status: dict[str, str], found: dict[str, Search], names: _Names,
             seconds: int) -> SolverResult:
     if outcome == "timeout":
-        raise SolverTimeout(f"Prover9 reached its {seconds} s limit without deciding (conclusion: "
-                            f"{status['conclusion']}, negation: {status['negation']})")
+        raise SolverTimeout(f"Prover9 did not decide within its {seconds} s limit and its clause limits "
+                            f"(conclusion: {status['conclusion']}, negation: {status['negation']})")
     if outcome == "Unknown":
         return SolverResult("Unknown", {"attempts": {label: status[label] for label in ("conclusion", "negation")}})
     if outcome == "inconsistent":

@@ -149,10 +149,11 @@ def world(formulas: list[Any], seconds: float, fresh: bool = False,
         answer = solver.check()
         if answer == z3.sat:
             model = solver.model()
-            holds = {ground.shown(key): z3.is_true(model.eval(z3.Bool(name, ctx), model_completion=True))
-                     for key, name in ground.atoms.items()}
-            return FOUND, {"things": elements, "true": sorted(k for k, v in holds.items() if v),
-                           "false": sorted(k for k, v in holds.items() if not v)}
+            # pairs, not a dict: two atoms that print alike (P/1 of a name holding ", ", P/2) stay two
+            holds = [(ground.shown(key), z3.is_true(model.eval(z3.Bool(name, ctx), model_completion=True)))
+                     for key, name in ground.atoms.items()]
+            return FOUND, {"things": elements, "true": sorted(k for k, v in holds if v),
+                           "false": sorted(k for k, v in holds if not v)}
         if answer != z3.unsat:
             outcome = UNDECIDED
     return outcome, None

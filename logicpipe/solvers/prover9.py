@@ -74,12 +74,20 @@ def prover9_path() -> Path:
 
 # Prover9's exit codes: 0 proof, 2 search exhausted, 3 memory, 4 time, 5 given, 6 kept, 7 action limit.
 _STATUS = {0: "proved", 2: "exhausted", 3: "limit", 4: "limit", 5: "limit", 6: "limit", 7: "limit"}
+# Clauses Prover9 threw away (over its default max_weight, or past sos_limit): a search that then runs
+# out of clauses was incomplete, and proves nothing unprovable.
+_DROPPED = re.compile(r"\b(?:Deleted_by_rule|Sos_limit_deleted|Sos_displaced|Sos_removed)=([1-9]\d*)")
+
+
+def _status(code: int, output: str) -> str:
+    status = _STATUS.get(code, "error")
+    return "incomplete" if status == "exhausted" and _DROPPED.search(output) else status
 
 
 @dataclass
 class Search:
     label: str
-    status: str  # proved, exhausted, limit, error
+    status: str  # proved, exhausted, incomplete (exhausted after dropping clauses), limit, error
     output: str
     code: int | None = None
 
@@ -118,7 +126,7 @@ class Searches:
             self._finished.put(Search(label, "limit", ""))
             return
         decoded = output.decode("utf-8", "replace")
-        self._finished.put(Search(label, _STATUS.get(process.returncode, "error"), decoded, process.returncode))
+        self._finished.put(Search(label, _status(process.returncode, decoded), decoded, process.returncode))
 
     def __iter__(self) -> Iterator[Search]:
         for _ in self._threads:

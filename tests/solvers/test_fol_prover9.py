@@ -105,3 +105,28 @@ def test_searches_die_with_their_worker(tmp_path):
     while _prover9_processes(binary) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert _prover9_processes(binary) == []
+
+
+# Prover9 drops clauses heavier than its default max_weight (100), and then may run out of clauses without
+# a proof that exists: that is no evidence the goal is unprovable (found by a red-team review).
+WIDE = ", ".join(f"kk{i}" for i in range(120))
+HEAVY = (f"Premises:\nP(ann)\nE(ann, bob)\nE(bob, cal)\n∀x (P(x) → Q(x, {WIDE}))\n"
+         f"∀x ∀y (Q(x, {WIDE}) ∧ E(x, y) → Q(y, {WIDE}))\n∀x (Q(x, {WIDE}) → R(x))\nConclusion:\nR(cal)\n")
+
+
+def test_a_search_that_dropped_clauses_proves_nothing_unprovable():
+    out = execute_task({"solver": "fol", "program": HEAVY, "limits": {"seconds": 10}})
+    # R(cal) follows, but Prover9 cannot keep the clauses that prove it: never Unknown, never False.
+    assert out.verdict is None and out.error.category == "timeout", out
+    assert "conclusion: incomplete" in out.error.message
+    narrow = HEAVY.replace(WIDE, "kk0")
+    assert execute_task({"solver": "fol", "program": narrow}).verdict == "True"
+
+
+def test_only_a_search_that_kept_every_clause_is_exhausted():
+    clean = "Deleted_by_rule=0.\nSos_limit_deleted=0. Sos_displaced=0. Sos_removed=0.\n"
+    assert prover9._status(2, clean) == "exhausted"
+    for dropped in ("Deleted_by_rule=3.", "Sos_limit_deleted=12.", "Sos_displaced=1.", "Sos_removed=40."):
+        assert prover9._status(2, clean + dropped) == "incomplete"
+    assert prover9._status(0, clean + "Deleted_by_rule=3.") == "proved"  # a proof stands whatever was dropped
+    assert prover9._status(4, clean) == "limit"

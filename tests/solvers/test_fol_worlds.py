@@ -180,3 +180,11 @@ def test_sizes_are_tried_smallest_first_until_every_target_has_a_world():
     outcome, found = world(premises, 5)
     assert outcome == FOUND and found["things"] == ["a", "#1", "#2"]
     assert counter_worlds(premises, {"goal": Pred("Q", (Const("a"),))}, 5) == {"goal": FOUND}
+
+
+def test_atoms_that_print_alike_are_two_atoms():
+    # A unary P of one constant named `"x y", "z w"` and a binary P of two constants print the same
+    # (found by a red-team review): the world still has one true and one false.
+    unary, binary = parse_formula('P(“x y", "z w”)'), parse_formula('¬P(“x y”, “z w”)')
+    outcome, found = world([unary, binary], 5)
+    assert outcome == FOUND and len(found["true"]) == len(found["false"]) == 1
