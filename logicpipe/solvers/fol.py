@@ -28,8 +28,8 @@ SECTIONS = ("Predicates", "Premises", "Conclusion")
 MAX_PROGRAM_CHARS = 200_000
 # A Logic-LM section heading; a program with none but with `FOL:` lines is in LINC's syntax (nltk_syntax).
 _SECTION_LINE = re.compile(r"^\s*(Predicates|Premises|Conclusions?)\s*:", re.M | re.I)
-# A target with a counter-model, or whose Prover9 search ran out of clauses, is unprovable; either also
-# shows the premises consistent.
+# A target with a counter-model, or whose Prover9 search ran out of clauses having dropped none (else it
+# is "incomplete", prover9.py), is unprovable; either also shows the premises consistent.
 COUNTER_MODEL = "counter-model"
 UNPROVABLE = {COUNTER_MODEL, "exhausted"}
 # The world search's grounding bound inside a solver call (fol_worlds.MAX_GROUND is for offline checks).
