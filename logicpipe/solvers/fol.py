@@ -152,7 +152,7 @@ class FOLSolver:
         # premises are consistent, so a proof of the other target is the answer.
         worlds = counter_worlds(premises, targets, limits.seconds / 4, max_ground=WORLD_GROUND)
         status = {label: COUNTER_MODEL for label, found in worlds.items() if found == FOUND}
-        outcome = _decide(status, complete=len(status) == 2)
+        outcome = _decide(status, complete=False)  # worlds alone settle Unknown only
         found: dict[str, Search] = {}
         if outcome is None:
             assumptions = [to_prover9(formula, names) for formula in premises]

@@ -117,11 +117,20 @@ def _solver(z3: Any, seconds: float, ctx: Any = None, simple: bool = False) -> A
     return solver
 
 
+def _names(formulas: list[Any]) -> list[str]:
+    return sorted(set().union(*(constants(f) for f in formulas)))
+
+
+def _things(names: list[str], extra: int) -> list[str]:
+    """A world's things: one per constant, then `extra` unnamed ones."""
+    return names + [f"#{i + 1}" for i in range(extra)]
+
+
 def _sizes(formulas: list[Any]) -> Iterable[list[str]]:
-    names = sorted(set().union(*(constants(f) for f in formulas)))
+    names = _names(formulas)
     for extra in EXTRA_ELEMENTS:
         if names or extra:
-            yield names + [f"#{i + 1}" for i in range(extra)]
+            yield _things(names, extra)
 
 
 def world(formulas: list[Any], seconds: float, fresh: bool = False,
@@ -211,17 +220,18 @@ def counter_worlds(premises: list[Any], targets: dict[str, Any], seconds: float,
     import z3
 
     deadline = time.monotonic() + seconds
-
     if any(has_functions(f) for f in [*premises, *targets.values()]):
         return dict.fromkeys(targets, UNDECIDED)
-    names = sorted(set().union(*(constants(f) for f in [*premises, *targets.values()])))
-    extras = {label: _decisive_extra([*premises, Not(target)]) for label, target in targets.items()}
+    names = _names([*premises, *targets.values()])
+    shared = _decisive_extra(premises)  # the premises' part, counted once for every target
+    extras = {label: None if shared is None or (own := skolem_constants(Not(target))) is None else shared + own
+              for label, target in targets.items()}
     smallest = 0 if names else 1
     sizes = sorted({max(smallest, extra) for extra in extras.values() if extra is not None}
                    | ({e for e in EXTRA_ELEMENTS if e >= smallest} if None in extras.values() else set()))
     status = dict.fromkeys(targets, NONE)
     for extra in sizes:
-        ground = _Grounding(names + [f"#{i + 1}" for i in range(extra)], max_ground)
+        ground = _Grounding(_things(names, extra), max_ground)
         try:
             text = "".join(f"(assert {ground(f, {})})" for f in premises)
             switches = "".join(f"(declare-const t{i} Bool)(assert (=> t{i} (not {ground(target, {})})))"
