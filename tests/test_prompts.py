@@ -96,3 +96,12 @@ def test_a_folder_that_overrides_no_template_the_command_uses_is_refused(data_di
                 f"the names it could override (case matters): {could}"]
         assert fake.requests == []
     assert not (tmp_path / "out").exists()
+
+
+def test_the_listed_problem_fields_are_those_filled():
+    from logicpipe.core.records import Problem
+    from logicpipe.prompts import PROBLEM_FIELDS, problem_fields
+
+    problem = Problem(id="p", context="A is B. B is C.", question="Is A C?", options=["A) True", "B) False"],
+                      answer="A")
+    assert tuple(problem_fields(problem)) == PROBLEM_FIELDS

@@ -178,6 +178,10 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'])")
 _LEAD_IN = re.compile(r"^.*?\btrue,\s*false,?\s*or\s*(?:uncertain|unknown)\s*\?\s*", re.IGNORECASE | re.DOTALL)
 
 
+# The fields problem_fields fills, which a template may use (a chain's steps are checked against them).
+PROBLEM_FIELDS = ("context", "question", "options", "choices", "premises", "statement")
+
+
 def problem_fields(problem: Problem) -> dict[str, str]:
     """What a template may fill in: the problem's own fields, its options as Logic-LM wrote them
     (`choices`), and for LINC's prompts its context one sentence a line (`premises`) and the statement

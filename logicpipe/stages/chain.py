@@ -21,9 +21,9 @@ from typing import Any
 from ..core.errors import ErrorCategory, UsageError
 from ..core.records import InterpretRecord, StageError, StepRecord, Usage, stage_error
 from ..core.trajectory import Trajectory, step_parent
-from ..data.methods import Step, load_method
+from ..data.methods import MethodSpec, load_method
 from ..llm import Request
-from ..prompts import Prompt, problem_fields
+from ..prompts import PROBLEM_FIELDS, Prompt, problem_fields
 from .config import RunConfig
 from .context import RunContext, StageReport
 from .llmcalls import Result, send, usage
@@ -41,28 +41,29 @@ class ChainStep:
     stop: tuple[str, ...]
 
 
-def steps_of(config: RunConfig) -> list[Step]:
-    """The steps of the run's method (`--method`), which must have some."""
+def chain_method(config: RunConfig) -> MethodSpec:
+    """The run's method (`--method`), which must have steps."""
     if config.method is None:
         raise UsageError("a chain of prompted steps comes from a method: give --method NAME (e.g. --method symbcot)")
     spec = load_method(config.method)
     if not spec.steps:
         raise UsageError(f"method '{spec.name}' has no steps; it is not a chain")
-    return spec.steps
+    return spec
 
 
 def prompt_ids(config: RunConfig) -> list[str]:
     """The template of each step, `{dataset}` replaced by the task's key."""
-    return [step.prompt.replace("{dataset}", config.spec.key) for step in steps_of(config)]
+    return chain_method(config).step_prompts(config.spec.key)
 
 
 def resolve(ctx: RunContext) -> list[ChainStep]:
     """Each step with its template, checked before anything runs: a template may use the problem's fields
     and the replies of the steps before it, nothing else."""
-    steps = steps_of(ctx.config)
+    spec = chain_method(ctx.config)
+    steps = spec.steps
     resolved: list[ChainStep] = []
-    known = {"context", "question", "options", "choices"}
-    for step, prompt_id in zip(steps, prompt_ids(ctx.config), strict=True):
+    known = set(PROBLEM_FIELDS)
+    for step, prompt_id in zip(steps, spec.step_prompts(ctx.config.spec.key), strict=True):
         prompt = ctx.prompts.get(prompt_id)
         unknown = sorted(prompt.fields - known)
         if unknown:

@@ -413,7 +413,7 @@ def baseline(config: RunConfig, mode: str, progress: Progress = quiet, gate: Gat
     if mode == "chain":
         from . import chain
 
-        chain.steps_of(config)  # a chain without --method: one line, before any folder is made
+        chain.chain_method(config)  # a chain without --method: one line, before any folder is made
     config = config.model_copy(update={"out": config.out / baseline_folder(config, mode), "backup": "none",
                                        "programs": None})
     ctx, problems = open_context(config, [mode], progress, gate=gate)

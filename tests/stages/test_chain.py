@@ -237,6 +237,24 @@ def test_a_changed_prompt_is_refused_and_a_misplaced_field_caught_before_anythin
         assert len(fake.requests) == sent and not (tmp_path / "new" / "baseline-symbcot").exists()
 
 
+def test_a_step_may_use_every_field_a_problem_fills(data_dir, tmp_path):
+    # The chain's check once listed four fields by hand and refused {{premises}}, which problem_fields fills.
+    from logicpipe.prompts import PROBLEM_FIELDS
+
+    gold = answers(data_dir, "folio", 2)
+    problems = {p.id: p for p in problems_for(RunConfig(dataset="folio", data_dir=data_dir, limit=2))}
+    prompts = tmp_path / "prompts"
+    prompts.mkdir()
+    (prompts / "symbcot-folio-translate.txt").write_text(
+        "S\n=== user ===\n" + "\n".join(f"{name}: {{{{{name}}}}}" for name in PROBLEM_FIELDS) + "\n")
+    with FakeOpenAI(scripted(gold)) as fake:
+        done = baseline(fake, data_dir, tmp_path / "out", "folio", 2, "--prompts", str(prompts))
+        assert done.returncode == 0, done.stderr
+        asked = by_step(fake)
+    for pid, text in asked["translate"]:
+        assert "{{" not in text and f"question: {problems[pid].question}" in text and "premises: " in text
+
+
 @pytest.mark.parametrize("dataset", ["prontoqa", "proofwriter", "logicaldeduction", "ar-lsat"])
 def test_each_datasets_prompts_are_filled(dataset, data_dir, tmp_path):
     """Every placeholder of SymbCoT's prompts is filled: the options where its code left [[CHOICES]] and
