@@ -16,7 +16,7 @@ from ..llm import Request
 from ..llm.constrain import check_refusal, constraint_for, field_for
 from ..prompts import problem_fields
 from .context import RunContext, StageReport
-from .llmcalls import Result, send, usage
+from .llmcalls import Result, Samples, send, usage
 from .replies import NO_PROGRAM, read_program
 
 NAME = "formulate"
@@ -74,22 +74,18 @@ def _ask(ctx: RunContext, todo: list[Trajectory], write: Write) -> None:
     by_id = {t.id: t for t in todo}
     constraint = constraint_for(ctx.task.solver, config.max_tokens) if config.constrain else None
     grammar = constraint.grammar if constraint else None
-    requests = [Request(f"{t.id}\x1f{i}", prompt.render(**problem_fields(t.problem)), config.temperature,
+    requests = [Request(Samples.key(t.id, i), prompt.render(**problem_fields(t.problem)), config.temperature,
                         config.max_tokens, sample=i, seed=config.sample_seed, purpose="formulate", problem=t.id, grammar=grammar,
                         grammar_field=field_for(config.constrain_format), stop=prompt.stop,
                         then=constraint.then if constraint else None)
                 for t in todo for i in range(samples)]
-    pending: dict[str, dict[int, Result]] = {t.id: {} for t in todo}
 
     def arrived(request: Request, result: Result) -> None:
         if grammar is not None and isinstance(result, LLMError):
             check_refusal(result, config.constrain_format)
-        pid, index = request.key.rsplit("\x1f", 1)
-        pending[pid][int(index)] = result
-        if len(pending[pid]) < samples:
-            return
-        arrived_samples = pending.pop(pid)
-        results = [arrived_samples[i] for i in range(samples)]
+        gathered.add(request.key, result)
+
+    def finished(pid: str, results: list[Result]) -> None:
         replies = [r.text for r in results if not isinstance(r, Exception)]
         # A reply with no program in it (empty, or prose) is not sent on as one, nor voted with.
         texts = [t for t in (read_program(r, ctx.task.solver) for r in replies) if t is not None]
@@ -104,4 +100,5 @@ def _ask(ctx: RunContext, todo: list[Trajectory], write: Write) -> None:
             prompt_id=prompt.id, prompt_hash=prompt.hash, error=error,
             reply=replies[0] if replies and not texts else None))
 
+    gathered: Samples[Result] = Samples(samples, finished)
     send(ctx, model, requests, arrived)

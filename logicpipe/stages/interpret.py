@@ -24,7 +24,7 @@ from ..prompts import problem_fields
 from ..solvers import map_answer
 from ..solvers.base import option_letters
 from .context import RunContext, StageReport
-from .llmcalls import Result, send, usage
+from .llmcalls import Result, Samples, send, usage
 from .replies import read_answer
 
 NAME = "interpret"
@@ -103,7 +103,7 @@ def ask(ctx: RunContext, problems: list[Problem], prompt_id: str, answered: Call
         return
     prompt = ctx.prompts.get(prompt_id)
     by_id = {p.id: p for p in problems}
-    pending: dict[str, dict[int, Answer]] = {p.id: {} for p in problems}
+    gathered: Samples[Answer] = Samples(samples, lambda pid, each: answered(pid, voted(each)))
 
     def read(pid: str, result: Result) -> Answer:
         if isinstance(result, Exception):
@@ -117,14 +117,10 @@ def ask(ctx: RunContext, problems: list[Problem], prompt_id: str, answered: Call
         if samples == 1:
             answered(request.key, read(request.key, result))
             return
-        pid, index = request.key.rsplit("\x1f", 1)
-        pending[pid][int(index)] = read(pid, result)
-        if len(pending[pid]) == samples:
-            each = pending.pop(pid)
-            answered(pid, voted([each[i] for i in range(samples)]))
+        gathered.add(request.key, read(request.problem, result))
 
     # One sample keeps the request (key and sample index 0) a run without samples sends.
-    requests = [Request(p.id if samples == 1 else f"{p.id}\x1f{i}", prompt.render(**problem_fields(p)),
+    requests = [Request(p.id if samples == 1 else Samples.key(p.id, i), prompt.render(**problem_fields(p)),
                         ctx.config.temperature, ctx.config.max_tokens, sample=i, seed=ctx.config.sample_seed,
                         purpose=prompt_id, problem=p.id)
                 for p in problems for i in range(samples)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ..core.errors import BudgetSpent, LLMError
 from ..core.records import Usage
@@ -15,9 +15,33 @@ from .context import Gate, RunContext
 if TYPE_CHECKING:
     from ..llm.client import LLMSettings, Pace
 
-__all__ = ["BudgetSpent", "llm_settings", "send", "send_gated", "usage"]  # BudgetSpent: where it was first
+__all__ = ["BudgetSpent", "Samples", "llm_settings", "send", "send_gated", "usage"]  # BudgetSpent: where it was first
 
 Result = Completion | LLMError
+T = TypeVar("T")
+
+
+class Samples(Generic[T]):
+    """K samples per problem, gathered as their replies arrive (formulate's programs, self-consistency's
+    answers): `done(problem id, the K values in sample order)` once all K of a problem are back. Sample
+    i of a problem is asked under the key `key(id, i)`."""
+
+    def __init__(self, samples: int, done: Callable[[str, list[T]], None]):
+        self.samples = samples
+        self.done = done
+        self._pending: dict[str, dict[int, T]] = {}
+
+    @staticmethod
+    def key(pid: str, index: int) -> str:
+        return f"{pid}\x1f{index}"
+
+    def add(self, key: str, value: T) -> None:
+        pid, index = key.rsplit("\x1f", 1)
+        got = self._pending.setdefault(pid, {})
+        got[int(index)] = value
+        if len(got) == self.samples:
+            del self._pending[pid]
+            self.done(pid, [got[i] for i in range(self.samples)])
 
 
 def llm_settings(config: ModelOptions, model: str, cache_path: Path | None = None) -> LLMSettings:
