@@ -388,10 +388,10 @@ def baseline(config: RunConfig, mode: str, method: Optional[str] = None) -> None
     mode = chosen or mode
 
     if config.epochs > 1:
-        from .stages.runner import baseline_folder
+        from .stages.runner import baseline_dir
 
         return _epochs(config, lambda each, update: run_baseline(each, mode, update),
-                       lambda each: each.out / baseline_folder(each, mode) / each.spec.key)
+                       lambda each: baseline_dir(each, mode))
     bar, update = _progress()
     with bar:
         report = run_baseline(config, mode, update)

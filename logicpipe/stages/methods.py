@@ -12,7 +12,7 @@ from ..core.errors import UsageError
 from ..data.methods import MethodSpec, load_method
 from .config import STAGES, RunConfig, invalid_options
 from .context import Gate, Progress, quiet
-from .runner import RunReport, baseline, baseline_folder, run_stages
+from .runner import RunReport, baseline, baseline_dir, run_stages
 
 
 def configure(config: RunConfig, spec: MethodSpec, command: str | None = None) -> RunConfig:
@@ -62,4 +62,4 @@ def folder_of(config: RunConfig) -> Path:
     """Where a configured method's run lies: its dataset folder, under OUT/baseline-<method>/ for a
     method without a solver (where `baseline` writes)."""
     mode = load_method(config.method).baseline if config.method is not None else None
-    return config.stage_dir if mode is None else config.out / baseline_folder(config, mode) / config.spec.key
+    return config.stage_dir if mode is None else baseline_dir(config, mode)

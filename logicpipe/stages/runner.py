@@ -7,6 +7,7 @@ import time
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from ..core.errors import DataError, UsageError
 from ..core.records import InterpretRecord, Problem
@@ -399,6 +400,11 @@ def baseline_folder(config: RunConfig, mode: str) -> str:
     """The folder under OUT a baseline writes its dataset folder in: baseline-<method> for a method's
     (`baseline-cot` for cot), else baseline-<mode>."""
     return f"baseline-{method_name(config.method) if config.method else mode}"
+
+
+def baseline_dir(config: RunConfig, mode: str) -> Path:
+    """A baseline's dataset folder: OUT/baseline-<method or mode>/<dataset>."""
+    return config.out / baseline_folder(config, mode) / config.spec.key
 
 
 def baseline(config: RunConfig, mode: str, progress: Progress = quiet, gate: Gate | None = None) -> RunReport:
