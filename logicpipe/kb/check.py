@@ -136,8 +136,9 @@ def run_tool(script: Path, goal: str, path: Path, stdin: str = "", seconds: floa
     files = kb_files(path)
     names = {str(p.resolve()): name for p, name in files}
 
-    command = [swipl_path(), "-q", f"--stack-limit={memory_mb}m", "-g", goal, "-t", "halt(1)", str(script),
-               "--", *names]
+    # Prolog threads off, as in the engine: a KB directive may not start one.
+    command = [swipl_path(), "-q", f"--stack-limit={memory_mb}m", "--threads=false", "-g", goal, "-t", "halt(1)",
+               str(script), "--", *names]
     if jail.status().active:  # loading runs the KB's directives: inside the jail like the engine
         read, hide = kb_view([Path(name) for name in names])
         cell = jail.Jail(read=[script.parent, *read], hide=hide, memory_mb=memory_mb + _OVERHEAD_MB,
