@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..core import jail
 from ..core.errors import ProgramExecutionError, ProgramParseError, SolverTimeout, UsageError
 from .prolog import EngineExited, PrologProcess, ProofLimits
 from .safety import GoalRejected
@@ -109,6 +110,12 @@ def read_percepts(path: Path) -> list[Percept]:
     return percepts
 
 
+# Builtins that start a process. In the jail none can (seccomp refuses the fork), but SWI-Prolog's
+# shell/1,2 raise the error without failing and succeed with status 0: a goal would be proved on a
+# command that never ran (found by a red-team session that had not seen the code).
+PROCESS_BUILTINS = {"shell/0", "shell/1", "shell/2"}
+
+
 @dataclass
 class KnowledgeBase:
     path: Path
@@ -117,6 +124,10 @@ class KnowledgeBase:
     allow: tuple[str, ...] = ()  # builtins (name/arity) the KB's own rules may call for a goal (--allow)
 
     def __post_init__(self) -> None:
+        starts = sorted(set(self.allow) & PROCESS_BUILTINS)
+        if starts and jail.status().active:
+            raise UsageError(f"--allow {starts[0]}: the OS jail stops every process it would start, and SWI-Prolog "
+                             "then reports the command as run (exit status 0); add --no-jail to let it run")
         self.process = PrologProcess(kb_files(self.path), self.limits, self.allow)
         loaded = self.process.loaded
         refused = sorted(set(self.allow) - {f"{name}/{arity}" for name, arity in loaded["allowed"]})

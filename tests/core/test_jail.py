@@ -201,17 +201,24 @@ write_to(F) :- open(F, write, S), close(S).
 
 @needs_jail
 def test_kb_prove_with_the_language_layers_opened_is_still_jailed(tmp_path, kbcli, switch):  # noqa: F811
-    """--allow lets the KB's rules call shell/1 and open/3: the user opened the language layers on
-    purpose, and the jail alone keeps the host unchanged. Without the jail the same command does it."""
+    """--allow lets the KB's rules call open/3 (and shell/1 without the jail): the user opened the
+    language layers on purpose, and the jail alone keeps the host unchanged. Without the jail the same
+    command does it. In the jail --allow shell/1 is refused: the jail would stop the process, and
+    SWI-Prolog would then report the command as run."""
     kb = tmp_path / "kb.pl"
     kb.write_text(KB)
+    shell = [f"run('touch {tmp_path}/shelled')", "--allow", "shell/1"]
     for on, expect in ((True, []), (False, ["opened", "shelled"])):
         switch(on)
-        done = kbcli("kb", "prove", str(kb), f"run('touch {tmp_path}/shelled')", f"write_to('{tmp_path}/opened')",
-                     "--allow", "shell/1", "--allow", "open/3", "--allow", "close/1")
+        done = kbcli("kb", "prove", str(kb), *([] if on else shell[:1]), f"write_to('{tmp_path}/opened')",
+                     *([] if on else shell[1:]), "--allow", "open/3", "--allow", "close/1")
         assert sorted(p.name for p in tmp_path.iterdir() if p.name != "kb.pl") == expect, done
         for name in expect:
             (tmp_path / name).unlink()
+    switch(True)
+    refused = kbcli("kb", "prove", str(kb), *shell)
+    assert refused.returncode == 2 and refused.stderr.startswith("error: --allow shell/1: the OS jail stops"), refused
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kb.pl"]
 
 
 def test_no_jail_is_one_line_and_require_jail_refuses(tmp_path, kbcli, switch):  # noqa: F811

@@ -309,6 +309,33 @@ def test_threads_cannot_be_allowed_by_name(kbcli, kb):
     assert done.returncode == 2 and done.stderr.startswith("error: --allow thread_create/3: not a builtin")
 
 
+def test_a_jailed_shell_is_refused_not_reported_as_run(kbcli, tmp_path):
+    """In the jail SWI-Prolog's shell/2 cannot fork, raises without failing and binds status 0, so
+    `ok(false)` was proved (found by a red-team session that had not seen the code). Allowing a
+    process-starting builtin in the jail is refused in one line; without the jail the command runs."""
+    from logicpipe.core import jail
+
+    if not jail.status().active:
+        pytest.skip(f"no OS jail here: {jail.status().reason}")
+    kb = tmp_path / "sh.pl"
+    kb.write_text("ok(C) :- shell(C, 0).\n")
+    for allowed in ("shell/2", "shell/1", "shell/0"):
+        done = kbcli("kb", "prove", str(kb), "ok(false)", "--allow", allowed)
+        assert done.returncode == 2 and done.stderr.startswith(f"error: --allow {allowed}: the OS jail"), done
+    free = kbcli("kb", "--no-jail", "prove", str(kb), "ok(false)", "ok(true)", "--allow", "shell/2")
+    assert "no: not derivable" in free.stdout and "yes" in free.stdout, free.stdout
+
+
+def test_kb_check_loads_with_threads_off_as_the_engine_does(kbcli, tmp_path):
+    """kb check's loader ran without --threads=false, so a directive could start a Prolog thread there
+    (found by a red-team session that had not seen the code)."""
+    kb = tmp_path / "t.pl"
+    kb.write_text(":- thread_create(assertz(ran(yes)), I, []), thread_join(I, _).\np(1).\n")
+    done = kbcli("kb", "check", str(kb))
+    assert "threading disabled" in done.stdout + done.stderr, done.stdout + done.stderr
+    assert "ran/1" not in done.stdout
+
+
 def test_hostile_options_through_ask_and_validate(kbcli, kb, tmp_path):
     marker = tmp_path / "M"
     goals = {f"h{i}": goal.replace("{m}", str(marker)) for i, goal in enumerate(HOSTILE)}
