@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import jail
-from ..core.errors import ProgramExecutionError, SolverTimeout
+from ..core.errors import ProgramExecutionError, SolverTimeout, UsageError
 from ..solvers.lp import swipl_path
 from .safety import allowed_builtins
 
@@ -69,8 +69,8 @@ _LOAD_DIRECTIVE = re.compile(rf"^\s*:-\s*(?:{_LOADER}|{_OWN_MODULE})", re.MULTIL
 
 def kb_view(paths: list[Path]) -> tuple[list[Path], list[Path]]:
     """(read, hide) for the jail: each KB file alone, or the folder of one whose directives load other
-    files by relative path, less that folder's hidden entries (a KB kept in a home folder must not show
-    ~/.ssh or ~/.config to a goal)."""
+    files by relative path, less that folder's hidden entries at any depth (a KB kept in a home folder
+    must not show ~/.ssh, ~/.config or ~/project/.env to a goal)."""
     read: list[Path] = []
     hide: list[Path] = []
     for path in paths:
@@ -80,8 +80,28 @@ def kb_view(paths: list[Path]) -> tuple[list[Path], list[Path]]:
         folder = path.resolve().parent
         if folder not in read:
             read.append(folder)
-            hide += [entry for entry in sorted(folder.iterdir()) if entry.name.startswith(".")]
+            hide += _hidden_entries(folder)
     return read, hide
+
+
+# Entries walked to find a shown folder's hidden ones: a KB kept in a large tree is refused rather than
+# shown with its hidden files unmasked, or held up by the walk.
+MAX_SHOWN_ENTRIES = 20_000
+
+
+def _hidden_entries(folder: Path) -> list[Path]:
+    """Every dot entry under `folder`, at any depth (`sub/.env` as well as `.ssh`; the inside of a hidden
+    folder is masked with it). Symbolic links are not followed."""
+    hidden: list[Path] = []
+    walked = 0
+    for root, folders, files in os.walk(folder):
+        walked += len(folders) + len(files)
+        if walked > MAX_SHOWN_ENTRIES:
+            raise UsageError(f"the KB loads other files from {folder}, which holds over {MAX_SHOWN_ENTRIES:,} "
+                             "entries; the jail shows that folder to the engine: keep the KB in a folder of its own")
+        hidden += [Path(root) / name for name in sorted(folders + files) if name.startswith(".")]
+        folders[:] = sorted(name for name in folders if not name.startswith("."))
+    return hidden
 
 
 def cache_folder() -> Path | None:

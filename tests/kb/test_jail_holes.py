@@ -9,6 +9,7 @@ import json
 import pytest
 
 from logicpipe.core import jail
+from logicpipe.core.errors import UsageError
 from tests.kb.oracle import swipl_says
 
 pytestmark = pytest.mark.skipif(not jail.status().active, reason=f"no OS jail here: {jail.status().reason}")
@@ -60,6 +61,30 @@ def test_a_goal_cannot_read_the_hidden_files_beside_a_kb_that_loads_others(tmp_p
         assert "secret" not in done.stdout.lower() and results[0]["status"] != "proved", done
     helper, _ = _answers(kbcli, kb, f"slurp('{tmp_path}/helpers.pl', S)", "--allow", "read_file_to_string/3")
     assert helper[0]["status"] == "proved"  # the folder itself is there: the KB loads from it
+
+
+def test_hidden_files_deeper_in_the_shown_folder_are_hidden_too(tmp_path, kbcli, monkeypatch):
+    """Only the folder's own dot entries were masked: `sub/.env` and `sub/.git/config` were readable
+    (found by a red-team session that had not seen the code). A folder too large to walk is refused."""
+    (tmp_path / "sub" / ".git").mkdir(parents=True)
+    (tmp_path / "sub" / ".git" / "config").write_text("token = SECRET-GIT")
+    (tmp_path / "sub" / ".env").write_text("OPENAI_API_KEY=sk-SECRET")
+    (tmp_path / "sub" / "notes.txt").write_text("plain notes")
+    (tmp_path / "helpers.pl").write_text("helper(1).\n")
+    kb = tmp_path / "kb.pl"
+    kb.write_text(":- ensure_loaded(helpers).\nslurp(F, S) :- read_file_to_string(F, S, []).\n")
+    for secret in ("sub/.env", "sub/.git/config"):
+        results, done = _answers(kbcli, kb, f"slurp('{tmp_path}/{secret}', S)", "--allow", "read_file_to_string/3")
+        assert "secret" not in done.stdout.lower() and results[0]["status"] != "proved", done
+    plain, _ = _answers(kbcli, kb, f"slurp('{tmp_path}/sub/notes.txt', S)", "--allow", "read_file_to_string/3")
+    assert plain[0]["status"] == "proved"  # the rest of the tree is shown
+    for number in range(30):
+        (tmp_path / "sub" / f"f{number}").write_text("")
+    monkeypatch.setattr("logicpipe.kb.prolog.MAX_SHOWN_ENTRIES", 20)
+    from logicpipe.kb.prolog import kb_view
+
+    with pytest.raises(UsageError, match="keep the KB in a folder of its own"):
+        kb_view([kb])
 
 
 def test_a_kb_mentioning_a_load_in_a_comment_shows_only_its_own_file(tmp_path, kbcli):
