@@ -21,6 +21,7 @@
 :- use_module(library(lists)).
 :- use_module(library(apply)).
 :- use_module(library(pairs)).
+:- ensure_loaded(locate).
 
 :- dynamic kb_file/1, loading/0, load_message/5, undefined_report/1.
 
@@ -36,9 +37,6 @@ user:message_hook(check(undefined_procedures, Grouped), _, _) :-
     \+ loading,
     assertz(undefined_report(Grouped)).
 
-message_location(error(_, file(File, Line, _, _)), File, Line) :- !.
-message_location(_, File, Line) :- source_location(File, Line), !.
-message_location(_, '', 0).
 
 main :-
     current_prolog_flag(argv, Files),

@@ -16,6 +16,7 @@
 :- use_module(library(solution_sequences)).
 :- ensure_loaded(guard).
 :- ensure_loaded(hooks).
+:- ensure_loaded(locate).
 
 :- dynamic load_message/4, display_name/2, kb_pred/2, percept_pred/2, allowed_builtin/2, loading/0,
            auto_tabled/2, loaded_pred/3, saved_flag/2, kb_mod/1,
@@ -31,9 +32,6 @@ user:message_hook(Term, Kind, Lines) :-
     catch(with_output_to(string(Text), print_message_lines(current_output, '', Lines)), _, Text = "?"),
     assertz(load_message(Kind, File, Line, Text)).
 
-message_location(error(_, file(File, Line, _, _)), File, Line) :- !.
-message_location(_, File, Line) :- source_location(File, Line), !.
-message_location(_, '', 0).
 
 % Replies go to the process's standard output, marked with a secret Python sends as the first line of
 % input; both are held only by this loop's own variables. Everything else that writes to user_output

@@ -133,3 +133,17 @@ def test_the_example_kb_checks_clean_with_its_tabled_predicate_and_its_cut(kbcli
     assert shown["connected/2"].endswith("(tabled)") and "grade/2" in shown
     assert not any(name.startswith("$") for name in shown)
     assert plain_swipl_undefined(campus) == []
+
+
+def test_a_directive_loading_a_missing_file_is_a_load_error_with_its_line(kbcli, tmp_path):
+    # The error's context is unbound; the message hook once bound it and left file and line unbound,
+    # so `kb prove` failed with "the engine could not write its reply" and `kb check` crashed.
+    kb = write(tmp_path, "kb.pl", "p(1).\n:- consult(nowhere).\n")
+    plain = subprocess.run([swipl_path(), "-q", "-g", f"consult('{kb}')", "-t", "halt"], capture_output=True,
+                           text=True, timeout=60)
+    assert "source_sink `nowhere' does not exist" in plain.stderr  # the oracle's words
+    said = f"{kb}:2: error: source_sink `nowhere' does not exist"
+    proved = kbcli("kb", "prove", str(kb), "p(X)")
+    assert proved.returncode != 0 and f"the KB does not load: {said}" in proved.stderr, proved.stderr
+    checked = kbcli("kb", "check", str(kb))
+    assert checked.returncode == 1 and said in checked.stderr.splitlines(), checked.stderr
