@@ -84,22 +84,28 @@ def kb_view(paths: list[Path]) -> tuple[list[Path], list[Path]]:
     return read, hide
 
 
-# Entries walked to find a shown folder's hidden ones: a KB kept in a large tree is refused rather than
-# shown with its hidden files unmasked, or held up by the walk.
+# Entries walked to find a shown folder's hidden ones, and hidden ones masked (each is an argument to
+# bubblewrap, which takes a few thousand): a KB kept in a large tree is refused rather than shown with
+# its hidden files unmasked, or held up by the walk.
 MAX_SHOWN_ENTRIES = 20_000
+MAX_HIDDEN_ENTRIES = 1_000
 
 
 def _hidden_entries(folder: Path) -> list[Path]:
     """Every dot entry under `folder`, at any depth (`sub/.env` as well as `.ssh`; the inside of a hidden
-    folder is masked with it). Symbolic links are not followed."""
+    folder is masked with it). Symbolic links are neither followed nor masked: what one points to is
+    either outside the jail, or inside it and masked there if hidden (and a dangling one cannot be
+    masked at all)."""
     hidden: list[Path] = []
     walked = 0
     for root, folders, files in os.walk(folder):
         walked += len(folders) + len(files)
-        if walked > MAX_SHOWN_ENTRIES:
+        hidden += [Path(root) / name for name in sorted(folders + files)
+                   if name.startswith(".") and not (Path(root) / name).is_symlink()]
+        if walked > MAX_SHOWN_ENTRIES or len(hidden) > MAX_HIDDEN_ENTRIES:
             raise UsageError(f"the KB loads other files from {folder}, which holds over {MAX_SHOWN_ENTRIES:,} "
-                             "entries; the jail shows that folder to the engine: keep the KB in a folder of its own")
-        hidden += [Path(root) / name for name in sorted(folders + files) if name.startswith(".")]
+                             f"entries or {MAX_HIDDEN_ENTRIES:,} hidden ones; the jail shows that folder to the "
+                             "engine: keep the KB in a folder of its own")
         folders[:] = sorted(name for name in folders if not name.startswith("."))
     return hidden
 

@@ -76,15 +76,21 @@ def test_hidden_files_deeper_in_the_shown_folder_are_hidden_too(tmp_path, kbcli,
     for secret in ("sub/.env", "sub/.git/config"):
         results, done = _answers(kbcli, kb, f"slurp('{tmp_path}/{secret}', S)", "--allow", "read_file_to_string/3")
         assert "secret" not in done.stdout.lower() and results[0]["status"] != "proved", done
+    # A dangling hidden link cannot be masked, and need not be (a second red team broke the jail with one).
+    (tmp_path / "sub" / ".gone").symlink_to("/nonexistent/secret")
     plain, _ = _answers(kbcli, kb, f"slurp('{tmp_path}/sub/notes.txt', S)", "--allow", "read_file_to_string/3")
     assert plain[0]["status"] == "proved"  # the rest of the tree is shown
     for number in range(30):
         (tmp_path / "sub" / f"f{number}").write_text("")
-    monkeypatch.setattr("logicpipe.kb.prolog.MAX_SHOWN_ENTRIES", 20)
+        (tmp_path / "sub" / f".h{number}").write_text("")
     from logicpipe.kb.prolog import kb_view
 
-    with pytest.raises(UsageError, match="keep the KB in a folder of its own"):
-        kb_view([kb])
+    for bound in ("MAX_SHOWN_ENTRIES", "MAX_HIDDEN_ENTRIES"):  # each alone: the walk, and bubblewrap's arguments
+        with monkeypatch.context() as patched:
+            patched.setattr(f"logicpipe.kb.prolog.{bound}", 25)
+            with pytest.raises(UsageError, match="keep the KB in a folder of its own"):
+                kb_view([kb])
+    assert len(kb_view([kb])[1]) == 32  # .git, .env and the 30 new ones; the link is not masked
 
 
 def test_a_kb_mentioning_a_load_in_a_comment_shows_only_its_own_file(tmp_path, kbcli):
